@@ -1,0 +1,71 @@
+// BlockCache: where chunks of objects are kept (memory, SSD, remote), behind two calls.
+//
+// A chunk is a fixed-size, aligned piece of one object version: chunk i of an object covers
+// bytes [i * chunk_size, (i + 1) * chunk_size), the last one shorter. Keys name the object
+// version by its ETag, so a chunk is only ever served for the version it came from. Every
+// chunk carries a CRC32C of its bytes, computed once when it enters the caches, and checked
+// by tiers that store bytes outside process memory.
+//
+// get() returns nullptr on a miss; a failing tier logs a warning and reports a miss rather
+// than failing the read. put() may drop the chunk (full, failing). Implementations are
+// thread safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace warmfs {
+
+// 1 MiB: the FUSE request size (max_read), so one kernel read maps to one chunk; large enough
+// that per-request cost is small next to transfer time, and small enough that a random 4 KiB
+// read fetches little more than it needs.
+inline constexpr uint64_t kDefaultChunkSize = 1 << 20;
+
+struct ChunkKey {
+  std::string bucket;
+  std::string key;
+  std::string etag;
+  uint64_t index = 0;
+
+  bool operator==(const ChunkKey&) const = default;
+  // A single string "bucket\0key\0etag\0index", for hashing and on-disk indexes.
+  std::string encode() const;
+};
+
+struct ChunkKeyHash {
+  size_t operator()(const ChunkKey& k) const;
+};
+
+struct Chunk {
+  std::vector<std::byte> bytes;
+  uint32_t crc32c = 0;
+};
+using ChunkPtr = std::shared_ptr<const Chunk>;
+
+// Makes a chunk from bytes, computing its CRC32C.
+ChunkPtr make_chunk(std::vector<std::byte> bytes);
+
+struct BlockCacheCounters {
+  uint64_t hits = 0;
+  uint64_t hit_bytes = 0;
+  uint64_t misses = 0;
+  uint64_t inserted_bytes = 0;
+  uint64_t evicted_bytes = 0;
+  uint64_t used_bytes = 0;
+  uint64_t capacity_bytes = 0;
+  uint64_t corrupt_chunks = 0;
+  uint64_t errors = 0;
+};
+
+class BlockCache {
+ public:
+  virtual ~BlockCache() = default;
+  virtual ChunkPtr get(const ChunkKey& key) = 0;
+  virtual void put(const ChunkKey& key, ChunkPtr chunk) = 0;
+  virtual BlockCacheCounters counters() const = 0;
+};
+
+}  // namespace warmfs

@@ -1,0 +1,84 @@
+// HttpClient: blocking HTTP/1.1 requests over libcurl, with connection reuse.
+//
+// Only this folder includes curl. A client keeps a pool of easy handles (each holding its
+// own kept-alive connections) and hands one to each request, so concurrent requests from
+// many threads run in parallel and later requests reuse warm connections. It does not retry:
+// retry policy belongs to the caller, which knows what is safe to repeat and must re-sign.
+// Thread safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "warmfs/result.h"
+
+namespace warmfs::http {
+
+using Headers = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method = "GET";
+  std::string url;                   // absolute, already percent-encoded
+  Headers headers;                   // sent as given (names as written)
+  std::string_view body;             // request body for PUT/POST (must outlive perform())
+  // Where the response body goes. When set, bytes are written here and a body longer than
+  // the span is an error (kIo); when empty, the body is collected into Response::body.
+  std::span<std::byte> body_sink;
+};
+
+struct Response {
+  long status = 0;
+  Headers headers;                   // names lower-cased
+  std::string body;                  // when no body_sink was given
+  size_t body_size = 0;              // bytes received (either way)
+  // Value of a header (names compare lower-case), or empty.
+  std::string header(std::string_view name) const;
+};
+
+struct ClientOptions {
+  // Abort a connection attempt after this long (an unreachable endpoint fails fast).
+  std::chrono::milliseconds connect_timeout{5000};
+  // Abort a transfer that moves fewer than low_speed_bytes per second for this long
+  // (a stalled server), rather than putting a wall-clock bound on large bodies.
+  std::chrono::seconds low_speed_time{20};
+  long low_speed_bytes = 1024;
+  // Total bound on one request, as a backstop against a server that trickles forever.
+  std::chrono::seconds request_timeout{300};
+  // CA bundle for TLS; empty uses AWS_CA_BUNDLE if set, else the system default.
+  std::string ca_bundle;
+  bool verify_tls = true;
+  // Receive buffer; larger than curl's 16 KiB default because bodies are mostly chunks.
+  long buffer_size = 512 * 1024;
+  // Most connections kept per host (curl's CURLOPT_MAXCONNECTS for the pool).
+  int max_connections = 64;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Performs one request. A transport failure (refused, reset, timeout, truncated body)
+  // is a Status with kUnavailable, kTimeout or kIo and a message naming curl's reason;
+  // any HTTP status, including 4xx/5xx, is a Response.
+  Result<Response> perform(const Request& request);
+
+ private:
+  struct Pool;
+  std::unique_ptr<Pool> pool_;
+  ClientOptions options_;
+};
+
+// Percent-encodes per RFC 3986 (unreserved characters kept); keeps '/' when keep_slash.
+std::string uri_encode(std::string_view s, bool keep_slash);
+
+}  // namespace warmfs::http

@@ -1,0 +1,86 @@
+// The read path below the filesystem core: chunk fetching and read-ahead.
+//
+// ReadPath is shared by all open files. It gets chunk i of an object version from the block
+// cache, or else from the object store with one request however many readers miss on it at
+// once (single flight), and puts fetched chunks into the cache. Range GETs carry If-Match
+// with the version's ETag, so bytes of two versions never mix.
+//
+// A Reader is one open file handle's view. It detects sequential access and keeps a window
+// of chunks in flight ahead of the reader: the window starts small, doubles each time the
+// reader has to wait for a chunk, is capped per reader, and resets when the reader seeks
+// away. All readers together hold at most ReadaheadOptions::max_inflight_bytes of chunks
+// fetched ahead (a global budget, so many handles cannot exhaust memory). A random reader
+// gets exactly the chunks its reads touch.
+//
+// Thread safe: ReadPath fully; a Reader may be used from several threads (FUSE may send
+// reads of one handle concurrently), with internal locking.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "cache/block_cache.h"
+#include "objstore/object_store.h"
+#include "warmfs/result.h"
+
+namespace warmfs {
+
+struct ObjectVersion {
+  std::string key;   // full key in the bucket
+  std::string etag;  // the version; empty means "whatever the bucket has" (no If-Match)
+  uint64_t size = 0;
+};
+
+struct ReadaheadOptions {
+  uint64_t chunk_size = kDefaultChunkSize;
+  // First window, in chunks, once two reads in a row are sequential.
+  uint32_t initial_window_chunks = 4;
+  // Largest window of one reader: 64 MiB keeps a 1 GB/s reader fed across ~60 ms stalls.
+  uint32_t max_window_chunks = 64;
+  // All readers together: chunks fetched ahead and not yet read. 256 MiB is a small part of a
+  // GPU node's memory and enough for several sequential streams at full speed.
+  uint64_t max_inflight_bytes = 256ull << 20;
+  // Threads issuing range GETs; each holds one request at a time (requests are latency bound).
+  uint32_t fetch_threads = 16;
+};
+
+struct ReadPathCounters {
+  uint64_t cache_hit_bytes = 0;     // bytes of chunks served from the block cache
+  uint64_t fetched_bytes = 0;       // bytes fetched from the bucket
+  uint64_t fetch_requests = 0;
+  uint64_t prefetched_chunks = 0;   // chunks requested by read-ahead
+  uint64_t prefetch_wasted_chunks = 0;  // fetched ahead but never read
+  uint64_t inflight_bytes = 0;      // right now
+  uint64_t fetch_errors = 0;
+};
+
+class Reader {
+ public:
+  virtual ~Reader() = default;
+  // Reads [offset, offset + out.size()) clipped at the object's size; returns bytes read
+  // (0 at or past EOF). kPreconditionFailed if the object changed under this version.
+  virtual Result<size_t> read(uint64_t offset, std::span<std::byte> out) = 0;
+};
+
+class ReadPath {
+ public:
+  // store and cache must outlive the ReadPath. bucket names the cache keys.
+  ReadPath(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options);
+  ~ReadPath();
+  ReadPath(const ReadPath&) = delete;
+  ReadPath& operator=(const ReadPath&) = delete;
+
+  std::unique_ptr<Reader> open(ObjectVersion version);
+  ReadPathCounters counters() const;
+  const ReadaheadOptions& options() const;
+
+  struct Impl;  // defined in read_path.cc and friends
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace warmfs

@@ -1,0 +1,33 @@
+#include <catch2/catch.hpp>
+
+#include "common/sizes.h"
+
+using warmfs::parse_size;
+using warmfs::parse_duration_seconds;
+
+TEST_CASE("parse_size reads binary units", "[common]") {
+  CHECK(parse_size("0") == 0u);
+  CHECK(parse_size("4096") == 4096u);
+  CHECK(parse_size("512M") == 512ull << 20);
+  CHECK(parse_size("4G") == 4ull << 30);
+  CHECK(parse_size("4GiB") == 4ull << 30);
+  CHECK(parse_size("1.5T") == (3ull << 40) / 2);
+  CHECK(parse_size("64k") == 64ull << 10);
+}
+
+TEST_CASE("parse_size rejects malformed text", "[common]") {
+  CHECK_FALSE(parse_size(""));
+  CHECK_FALSE(parse_size("M"));
+  CHECK_FALSE(parse_size("-1G"));
+  CHECK_FALSE(parse_size("1.2.3G"));
+  CHECK_FALSE(parse_size("12X"));
+  CHECK_FALSE(parse_size("99999999999T"));
+}
+
+TEST_CASE("parse_duration_seconds", "[common]") {
+  CHECK(parse_duration_seconds("30") == 30.0);
+  CHECK(parse_duration_seconds("2m") == 120.0);
+  CHECK(parse_duration_seconds("1h") == 3600.0);
+  CHECK_FALSE(parse_duration_seconds("1w"));
+  CHECK_FALSE(parse_duration_seconds("abc"));
+}
