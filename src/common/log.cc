@@ -5,13 +5,15 @@
 #include <ctime>
 #include <mutex>
 #include <sys/time.h>
+#include <syslog.h>
 
 namespace warmfs::log {
 namespace {
 
 std::atomic<Level> g_level{Level::kInfo};
 std::mutex g_mu;          // protects g_out
-FILE* g_out = nullptr;    // nullptr means stderr
+FILE* g_out = nullptr;    // nullptr means stderr (or syslog)
+bool g_syslog = false;    // guarded by g_mu
 
 const char* level_name(Level l) {
   switch (l) {
@@ -49,7 +51,22 @@ bool set_file(const std::string& path) {
   return true;
 }
 
+void use_syslog() {
+  ::openlog("warmfs", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+  std::lock_guard lock(g_mu);
+  g_syslog = true;
+}
+
 void write(Level l, std::string_view message) {
+  {
+    std::lock_guard lock(g_mu);
+    if (g_syslog && g_out == nullptr) {
+      const int prio = l == Level::kDebug ? LOG_DEBUG : l == Level::kInfo ? LOG_INFO
+                       : l == Level::kWarn ? LOG_WARNING : LOG_ERR;
+      ::syslog(prio, "%.*s", static_cast<int>(message.size()), message.data());
+      return;
+    }
+  }
   timeval tv{};
   gettimeofday(&tv, nullptr);
   tm parts{};

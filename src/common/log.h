@@ -17,6 +17,8 @@ void set_level(Level level);
 Level level();
 // Sends output to a file (appended). Returns false and keeps stderr if it cannot be opened.
 bool set_file(const std::string& path);
+// Sends output to syslog (daemon facility, ident "warmfs"), for a daemon without a log file.
+void use_syslog();
 void write(Level level, std::string_view message);
 
 template <typename... Args>
