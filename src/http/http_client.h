@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,21 +24,27 @@ namespace warmfs::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+// Most bytes of a non-2xx body kept when the request has a body sink (S3 error documents
+// are well under 1 KiB; the rest is counted and dropped).
+inline constexpr size_t kMaxErrorBody = 64 * 1024;
+
 struct Request {
   std::string method = "GET";
-  std::string url;                   // absolute, already percent-encoded
-  Headers headers;                   // sent as given (names as written)
-  std::string_view body;             // request body for PUT/POST (must outlive perform())
-  // Where the response body goes. When set, bytes are written here and a body longer than
-  // the span is an error (kIo); when empty, the body is collected into Response::body.
+  std::string url;        // absolute, already percent-encoded
+  Headers headers;        // sent as given (names as written)
+  std::string_view body;  // request body for PUT/POST (must outlive perform())
+  // Where the response body goes. When set, a 2xx body is written here and one longer than
+  // the span is an error (kIo); any other status's body (an error document) still goes to
+  // Response::body, capped at kMaxErrorBody. When empty, the body is collected into
+  // Response::body.
   std::span<std::byte> body_sink;
 };
 
 struct Response {
   long status = 0;
-  Headers headers;                   // names lower-cased
-  std::string body;                  // when no body_sink was given
-  size_t body_size = 0;              // bytes received (either way)
+  Headers headers;       // names lower-cased
+  std::string body;      // when no body_sink was given, or a non-2xx body with one
+  size_t body_size = 0;  // bytes received (either way)
   // Value of a header (names compare lower-case), or empty.
   std::string header(std::string_view name) const;
 };
@@ -56,8 +63,16 @@ struct ClientOptions {
   bool verify_tls = true;
   // Receive buffer; larger than curl's 16 KiB default because bodies are mostly chunks.
   long buffer_size = 512 * 1024;
-  // Most connections kept per host (curl's CURLOPT_MAXCONNECTS for the pool).
+  // Most idle handles the pool keeps, each with its warm connection (so, with one host, the
+  // most kept-alive connections); handles beyond it are closed when their request ends.
   int max_connections = 64;
+};
+
+// Totals since the client was made, for `warmfs stats` and for tests of connection reuse.
+struct ClientStats {
+  uint64_t requests = 0;            // perform() calls that reached curl
+  uint64_t connections_opened = 0;  // new TCP connections (the rest reused a warm one)
+  uint64_t transport_errors = 0;    // perform() calls that returned an error Status
 };
 
 class Client {
@@ -71,6 +86,8 @@ class Client {
   // is a Status with kUnavailable, kTimeout or kIo and a message naming curl's reason;
   // any HTTP status, including 4xx/5xx, is a Response.
   Result<Response> perform(const Request& request);
+
+  ClientStats stats() const;
 
  private:
   struct Pool;

@@ -1,0 +1,82 @@
+// AWS credentials and region: what to sign with, and where it came from.
+//
+// Resolution follows the AWS CLI for static keys: explicit values, then the environment
+// (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN), then the shared
+// credentials file, then the config file, for the profile named by the caller, else
+// AWS_PROFILE, else "default". Nothing found means anonymous (unsigned) requests, and the
+// result says so. Role assumption, SSO, credential_process and instance metadata are not
+// supported: a profile that relies on them is an error, not a silent anonymous mount.
+//
+// The environment is read through an injected lookup so tests do not depend on the process
+// environment. Pure functions apart from reading the two files; thread safe.
+// Secrets never appear in a Status message, a log line or describe().
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "warmfs/result.h"
+
+namespace warmfs::s3 {
+
+struct Credentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;  // empty for long-term keys
+
+  bool empty() const { return access_key_id.empty(); }
+  // "access key ****MPLE (with session token)": never the secret or the token.
+  std::string describe() const;
+};
+
+// Returns the value of an environment variable, or nullptr when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+// The process environment (getenv). Read once at startup; the process must not setenv
+// concurrently.
+EnvLookup process_environment();
+
+enum class CredentialSource {
+  kExplicit,               // given by the caller (command line, config)
+  kEnvironment,            // AWS_ACCESS_KEY_ID and friends
+  kSharedCredentialsFile,  // ~/.aws/credentials or AWS_SHARED_CREDENTIALS_FILE
+  kConfigFile,             // ~/.aws/config or AWS_CONFIG_FILE
+  kAnonymousRequested,     // --no-sign-request
+  kAnonymousNotFound,      // nothing found anywhere
+};
+const char* credential_source_name(CredentialSource source);
+
+struct CredentialRequest {
+  // Explicit keys; used when access_key_id is not empty (then the secret is required).
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  // Profile for the shared files; empty means AWS_PROFILE, else "default".
+  std::string profile;
+  // Sign nothing (public buckets), whatever else is configured.
+  bool anonymous = false;
+};
+
+struct ResolvedCredentials {
+  Credentials credentials;  // empty when anonymous
+  CredentialSource source = CredentialSource::kAnonymousNotFound;
+  std::string origin;  // where they came from, e.g. "/home/u/.aws/credentials [dev]"
+
+  bool anonymous() const { return credentials.empty(); }
+  // One line for logs: source, origin and Credentials::describe(); no secrets.
+  std::string describe() const;
+};
+
+// Resolves credentials as described above. Errors (kInvalidArgument): an access key without
+// its secret (explicit or in the environment), a profile named explicitly (argument or
+// AWS_PROFILE) that neither file has. kNotSupported: the profile has no static keys but uses
+// role_arn, sso_* or credential_process.
+Result<ResolvedCredentials> resolve_credentials(const CredentialRequest& request,
+                                                const EnvLookup& env);
+
+// Region: explicit_region, else AWS_REGION, else AWS_DEFAULT_REGION, else `region` of the
+// profile (as above) in the config file, else "us-east-1".
+std::string resolve_region(std::string_view explicit_region, std::string_view profile,
+                           const EnvLookup& env);
+
+}  // namespace warmfs::s3

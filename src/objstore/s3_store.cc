@@ -1,0 +1,414 @@
+#include "objstore/s3_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <functional>
+
+#include "common/log.h"
+#include "objstore/time_format.h"
+#include "objstore/xml.h"
+
+namespace warmfs {
+namespace {
+
+// Messages quote S3's text; cap them so one odd server cannot flood a log line.
+constexpr size_t kMaxMessage = 400;
+
+std::string one_line(std::string s) {
+  for (char& c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  if (s.size() > kMaxMessage) {
+    s.resize(kMaxMessage);
+    s += "...";
+  }
+  return s;
+}
+
+const char* reason_phrase(long status) {
+  switch (status) {
+    case 301:
+      return "Moved Permanently";
+    case 307:
+      return "Temporary Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 412:
+      return "Precondition Failed";
+    case 416:
+      return "Range Not Satisfiable";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "HTTP error";
+  }
+}
+
+Errc errc_for_status(long status) {
+  switch (status) {
+    case 404:
+      return Errc::kNotFound;
+    case 401:
+    case 403:
+      return Errc::kAccessDenied;
+    case 412:
+      return Errc::kPreconditionFailed;
+    case 416:
+      return Errc::kRangeNotSatisfiable;
+    case 400:
+      return Errc::kInvalidArgument;
+    default:
+      return Errc::kIo;
+  }
+}
+
+bool is_retryable_status(long status) { return status >= 500 || status == 429; }
+
+bool is_retryable_transport(Errc code) {
+  return code == Errc::kIo || code == Errc::kTimeout || code == Errc::kUnavailable;
+}
+
+// "403 SignatureDoesNotMatch: The request signature..." from an error response. A HEAD has no
+// body, so it falls back to the reason phrase ("403 Forbidden").
+std::string describe_http_error(const http::Response& r) {
+  std::string text = fmt::format("{} ", r.status);
+  auto info =
+      r.body.empty() ? Result<s3::S3ErrorInfo>(Errc::kCorrupt, "no body") : s3::parse_error(r.body);
+  if (info.is_ok()) {
+    text += info->code;
+    if (!info->message.empty()) text += ": " + info->message;
+  } else {
+    text += reason_phrase(r.status);
+  }
+  std::string region = r.header("x-amz-bucket-region");
+  if ((r.status == 301 || r.status == 307 || r.status == 400) && !region.empty()) {
+    text += fmt::format(" (bucket region is {})", region);
+  }
+  return text;
+}
+
+std::string strip_quotes(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+std::string quote_etag(std::string_view etag) {
+  if (etag.starts_with("\"") || etag.starts_with("W/")) return std::string(etag);
+  return fmt::format("\"{}\"", etag);
+}
+
+template <typename T>
+bool parse_number(std::string_view s, T* out) {
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
+}
+
+}  // namespace
+
+bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last, int64_t* total) {
+  if (!value.starts_with("bytes ")) return false;
+  value.remove_prefix(6);
+  size_t dash = value.find('-');
+  size_t slash = value.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash)
+    return false;
+  if (!parse_number(value.substr(0, dash), first) ||
+      !parse_number(value.substr(dash + 1, slash - dash - 1), last) || *last < *first) {
+    return false;
+  }
+  std::string_view t = value.substr(slash + 1);
+  if (t == "*") {
+    *total = -1;
+    return true;
+  }
+  return parse_number(t, total) && *total > 0;
+}
+
+// One logical S3 request, before signing.
+struct S3ObjectStore::Call {
+  const char* op = "GET";  // for messages: "GET", "HEAD", "LIST"
+  std::string method = "GET";
+  std::string key;  // empty for bucket-level requests
+  s3::QueryParams query;
+  http::Headers extra_headers;  // Range, If-Match
+  std::span<std::byte> sink;
+  // Called on a 2xx response; returns a non-empty reason when the body is cut short, which
+  // makes the attempt retryable.
+  std::function<std::string(const http::Response&)> truncated;
+};
+
+Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Clock& clock) {
+  if (config.bucket.empty()) return Status(Errc::kInvalidArgument, "S3 config: no bucket");
+  if (config.region.empty()) return Status(Errc::kInvalidArgument, "S3 config: no region");
+  if (!config.anonymous &&
+      (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty())) {
+    return Status(Errc::kInvalidArgument,
+                  "S3 config: no credentials (use anonymous for public buckets)");
+  }
+  if (config.retry.max_attempts < 1) config.retry.max_attempts = 1;
+  if (config.endpoint.empty())
+    config.endpoint = fmt::format("https://s3.{}.amazonaws.com", config.region);
+
+  Endpoint ep;
+  std::string_view rest = config.endpoint;
+  size_t sep = rest.find("://");
+  if (sep == std::string_view::npos) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("S3 endpoint '{}': expected http://host[:port] or https://...",
+                              config.endpoint));
+  }
+  ep.scheme = std::string(rest.substr(0, sep));
+  if (ep.scheme != "http" && ep.scheme != "https") {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("S3 endpoint '{}': scheme must be http or https", config.endpoint));
+  }
+  rest.remove_prefix(sep + 3);
+  while (rest.ends_with("/")) rest.remove_suffix(1);
+  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("S3 endpoint '{}': expected scheme://host[:port] with no path",
+                              config.endpoint));
+  }
+  // A default port would be dropped by some clients when computing Host; drop it here too.
+  std::string host(rest);
+  if ((ep.scheme == "http" && host.ends_with(":80")) ||
+      (ep.scheme == "https" && host.ends_with(":443"))) {
+    host.erase(host.rfind(':'));
+  }
+  ep.host = config.path_style ? host : config.bucket + "." + host;
+  return std::unique_ptr<S3ObjectStore>(new S3ObjectStore(std::move(config), std::move(ep), clock));
+}
+
+S3ObjectStore::S3ObjectStore(S3Config config, Endpoint endpoint, Clock& clock)
+    : config_(std::move(config)),
+      endpoint_(std::move(endpoint)),
+      signer_(config_.region, "s3", s3::PathMode::kS3),
+      clock_(clock),
+      client_(config_.http),
+      rng_(config_.jitter_seed != 0 ? config_.jitter_seed : std::random_device{}()) {}
+
+S3ObjectStore::~S3ObjectStore() = default;
+
+std::string S3ObjectStore::describe() const { return "s3://" + config_.bucket; }
+
+ObjectStoreCounters S3ObjectStore::counters() const {
+  ObjectStoreCounters c;
+  c.get_requests = get_requests_.load(std::memory_order_relaxed);
+  c.head_requests = head_requests_.load(std::memory_order_relaxed);
+  c.list_requests = list_requests_.load(std::memory_order_relaxed);
+  c.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+  c.retries = retries_.load(std::memory_order_relaxed);
+  c.errors = errors_.load(std::memory_order_relaxed);
+  return c;
+}
+
+std::chrono::nanoseconds S3ObjectStore::backoff(int retry) {
+  using std::chrono::nanoseconds;
+  const auto base = std::chrono::duration_cast<nanoseconds>(config_.retry.base_delay);
+  const auto cap = std::chrono::duration_cast<nanoseconds>(config_.retry.max_delay);
+  nanoseconds ceiling = base;
+  for (int i = 1; i < retry && ceiling < cap; ++i) ceiling *= 2;
+  ceiling = std::min(ceiling, cap);
+  if (ceiling.count() <= 0) return nanoseconds(0);
+  std::uniform_int_distribution<int64_t> dist(0, ceiling.count());
+  std::lock_guard lock(rng_mu_);
+  return nanoseconds(dist(rng_));
+}
+
+http::Request S3ObjectStore::build_request(const Call& call) const {
+  std::string path;
+  if (config_.path_style) path = "/" + http::uri_encode(config_.bucket, false);
+  if (!call.key.empty() || !config_.path_style) path += "/" + http::uri_encode(call.key, true);
+  const std::string query = s3::canonical_query_string(call.query);
+
+  http::Request req;
+  req.method = call.method;
+  req.url = fmt::format("{}://{}{}{}{}", endpoint_.scheme, endpoint_.host, path,
+                        query.empty() ? "" : "?", query);
+  req.body_sink = call.sink;
+
+  http::Headers headers = call.extra_headers;
+  headers.emplace_back("host", endpoint_.host);
+  if (config_.anonymous) {
+    req.headers = std::move(headers);
+    return req;
+  }
+  headers.emplace_back("x-amz-content-sha256", std::string(s3::kUnsignedPayload));
+  s3::SigningRequest to_sign;
+  to_sign.method = call.method;
+  to_sign.path = path;
+  to_sign.query = call.query;
+  to_sign.headers = std::move(headers);
+  to_sign.payload_hash = std::string(s3::kUnsignedPayload);
+  req.headers = signer_.sign(to_sign, config_.credentials, clock_.wall_now()).headers;
+  return req;
+}
+
+// Sends a call, retrying transient failures. Returns the final response (2xx or a
+// non-retryable status, which the caller maps) or the last transient failure.
+Result<http::Response> S3ObjectStore::execute(const Call& call) {
+  const std::string target = call.key.empty() ? describe() : describe() + "/" + call.key;
+  Status failure;
+  const int attempts = config_.retry.max_attempts;
+  for (int attempt = 1; attempt <= attempts; ++attempt) {
+    Result<http::Response> r = client_.perform(build_request(call));
+    if (!r.is_ok()) {
+      if (!is_retryable_transport(r.code())) {
+        errors_.fetch_add(1, std::memory_order_relaxed);
+        return std::move(r).take_status();
+      }
+      failure = Status(r.code(), one_line(r.status().message()));  // names method and URL
+    } else if (is_retryable_status(r->status)) {
+      failure = Status(
+          Errc::kIo, one_line(fmt::format("{} {}: {}", call.op, target, describe_http_error(*r))));
+    } else if (r->status >= 200 && r->status < 300 && call.truncated) {
+      std::string reason = call.truncated(*r);
+      if (reason.empty()) return r;
+      failure = Status(Errc::kIo, one_line(fmt::format("{} {}: {}", call.op, target, reason)));
+    } else {
+      return r;
+    }
+    if (attempt == attempts) break;
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    const auto delay = backoff(attempt);
+    log::debug("retry {}/{} in {} ms: {}", attempt, attempts - 1,
+               std::chrono::duration_cast<std::chrono::milliseconds>(delay).count(),
+               failure.message());
+    clock_.sleep_for(delay);
+  }
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  return Status(failure.code(), fmt::format("{} (after {} attempts)", failure.message(), attempts));
+}
+
+Result<ObjectInfo> S3ObjectStore::head(std::string_view key) {
+  head_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (key.empty()) return Status(Errc::kInvalidArgument, "HEAD: empty key");
+  Call call;
+  call.op = "HEAD";
+  call.method = "HEAD";
+  call.key = std::string(key);
+  WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
+  const std::string target = describe() + "/" + call.key;
+  if (r.status != 200) {
+    if (r.status != 404) errors_.fetch_add(1, std::memory_order_relaxed);
+    return Status(errc_for_status(r.status),
+                  one_line(fmt::format("HEAD {}: {}", target, describe_http_error(r))));
+  }
+  ObjectInfo info;
+  info.key = call.key;
+  if (!parse_number(r.header("content-length"), &info.size)) {
+    return Status(Errc::kCorrupt, fmt::format("HEAD {}: missing or bad Content-Length", target));
+  }
+  info.etag = strip_quotes(r.header("etag"));
+  if (auto t = s3::parse_http_date(r.header("last-modified"))) info.mtime_sec = *t;
+  return info;
+}
+
+Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
+                                        std::span<std::byte> out, std::string_view if_match) {
+  get_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (key.empty()) return Status(Errc::kInvalidArgument, "GET: empty key");
+  if (out.empty()) return size_t{0};
+  if (offset > UINT64_MAX - out.size()) {
+    return Status(Errc::kInvalidArgument, fmt::format("GET {}: range past 2^64", key));
+  }
+  const uint64_t length = out.size();
+  Call call;
+  call.op = "GET";
+  call.key = std::string(key);
+  call.sink = out;
+  call.extra_headers.emplace_back("range", fmt::format("bytes={}-{}", offset, offset + length - 1));
+  if (!if_match.empty()) call.extra_headers.emplace_back("if-match", quote_etag(if_match));
+  call.truncated = [offset, length](const http::Response& r) -> std::string {
+    if (r.status != 206) return {};
+    uint64_t first = 0, last = 0;
+    int64_t total = -1;
+    if (!parse_content_range(r.header("content-range"), &first, &last, &total)) return {};
+    uint64_t expected = length;
+    if (total >= 0)
+      expected = std::min<uint64_t>(
+          length, static_cast<uint64_t>(total) - std::min<uint64_t>(offset, total));
+    if (r.body_size >= expected) return {};
+    return fmt::format("truncated body ({} of {} bytes)", r.body_size, expected);
+  };
+
+  WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
+  const std::string target = describe() + "/" + call.key;
+  if (r.status == 416) return size_t{0};  // at or past the end of the object
+  if (r.status == 206) {
+    uint64_t first = 0, last = 0;
+    int64_t total = -1;
+    if (!parse_content_range(r.header("content-range"), &first, &last, &total) || first != offset) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      return Status(Errc::kIo,
+                    one_line(fmt::format("GET {}: unexpected Content-Range '{}' for offset {}",
+                                         target, r.header("content-range"), offset)));
+    }
+  } else if (r.status == 200) {
+    // A server that ignores Range sends the whole object; only usable from offset 0.
+    if (offset != 0) {
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      return Status(Errc::kIo, fmt::format("GET {}: server ignored the Range header", target));
+    }
+  } else {
+    if (r.status != 404 && r.status != 412) errors_.fetch_add(1, std::memory_order_relaxed);
+    return Status(errc_for_status(r.status),
+                  one_line(fmt::format("GET {}: {}", target, describe_http_error(r))));
+  }
+  bytes_read_.fetch_add(r.body_size, std::memory_order_relaxed);
+  return r.body_size;
+}
+
+Result<ListPage> S3ObjectStore::list(const ListRequest& request) {
+  list_requests_.fetch_add(1, std::memory_order_relaxed);
+  Call call;
+  call.op = "LIST";
+  call.query.emplace_back("list-type", "2");
+  call.query.emplace_back("encoding-type", "url");
+  if (!request.prefix.empty()) call.query.emplace_back("prefix", request.prefix);
+  if (!request.delimiter.empty()) call.query.emplace_back("delimiter", request.delimiter);
+  if (!request.continuation_token.empty()) {
+    call.query.emplace_back("continuation-token", request.continuation_token);
+  }
+  if (request.max_keys > 0) call.query.emplace_back("max-keys", std::to_string(request.max_keys));
+
+  WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
+  const std::string target = fmt::format("{} prefix '{}'", describe(), request.prefix);
+  if (r.status != 200) {
+    if (r.status != 404) errors_.fetch_add(1, std::memory_order_relaxed);
+    return Status(errc_for_status(r.status),
+                  one_line(fmt::format("LIST {}: {}", target, describe_http_error(r))));
+  }
+  auto page = s3::parse_list_objects_v2(r.body);
+  if (!page.is_ok()) {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    return Status(page.code(),
+                  one_line(fmt::format("LIST {}: {}", target, page.status().message())));
+  }
+  return page;
+}
+
+}  // namespace warmfs

@@ -1,0 +1,149 @@
+#include "objstore/xml.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <pugixml.hpp>
+
+#include "objstore/time_format.h"
+
+namespace warmfs::s3 {
+namespace {
+
+Status corrupt(std::string_view what, std::string_view detail) {
+  return Status(Errc::kCorrupt, fmt::format("malformed {} XML: {}", what, detail));
+}
+
+Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std::string_view what,
+                            std::string_view root_name) {
+  if (body.empty()) return corrupt(what, "empty body");
+  pugi::xml_parse_result parsed =
+      doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
+  if (!parsed) {
+    return corrupt(what, fmt::format("{} at offset {} of {}", parsed.description(), parsed.offset,
+                                     body.size()));
+  }
+  pugi::xml_node root = doc.document_element();
+  if (std::string_view(root.name()) != root_name) {
+    return corrupt(what,
+                   fmt::format("root element is <{}>, expected <{}>", root.name(), root_name));
+  }
+  return root;
+}
+
+std::string one_line(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
+  return out;
+}
+
+std::string strip_quotes(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  return std::string(etag);
+}
+
+Result<std::string> maybe_decode(const char* text, bool url_encoded) {
+  if (!url_encoded) return std::string(text);
+  return url_decode(text, true);
+}
+
+Result<ObjectInfo> parse_contents(pugi::xml_node node, bool url_encoded) {
+  constexpr std::string_view kWhat = "ListObjectsV2";
+  ObjectInfo info;
+  pugi::xml_node key = node.child("Key");
+  if (!key) return corrupt(kWhat, "Contents without Key");
+  WARMFS_ASSIGN_OR_RETURN(info.key, maybe_decode(key.child_value(), url_encoded));
+
+  std::string_view size = node.child_value("Size");
+  auto [ptr, ec] = std::from_chars(size.data(), size.data() + size.size(), info.size);
+  if (size.empty() || ec != std::errc() || ptr != size.data() + size.size()) {
+    return corrupt(kWhat, fmt::format("bad Size '{}' for key '{}'", one_line(size), info.key));
+  }
+  info.etag = strip_quotes(node.child_value("ETag"));
+  std::string_view modified = node.child_value("LastModified");
+  if (!modified.empty()) {
+    auto t = parse_iso8601(modified);
+    if (!t) {
+      return corrupt(
+          kWhat, fmt::format("bad LastModified '{}' for key '{}'", one_line(modified), info.key));
+    }
+    info.mtime_sec = *t;
+  }
+  return info;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+Result<std::string> url_decode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '%') {
+      const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
+      const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        return Status(Errc::kCorrupt, fmt::format("bad percent escape in '{}'", one_line(s)));
+      }
+      out.push_back(static_cast<char>(hi * 16 + lo));
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      out.push_back(' ');
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+Result<ListPage> parse_list_objects_v2(std::string_view body) {
+  constexpr std::string_view kWhat = "ListObjectsV2";
+  pugi::xml_document doc;
+  WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root, load(doc, body, kWhat, "ListBucketResult"));
+  const bool url_encoded = std::string_view(root.child_value("EncodingType")) == "url";
+
+  ListPage page;
+  for (pugi::xml_node node : root.children("Contents")) {
+    WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, parse_contents(node, url_encoded));
+    page.objects.push_back(std::move(info));
+  }
+  for (pugi::xml_node node : root.children("CommonPrefixes")) {
+    pugi::xml_node prefix = node.child("Prefix");
+    if (!prefix) return corrupt(kWhat, "CommonPrefixes without Prefix");
+    WARMFS_ASSIGN_OR_RETURN(std::string p, maybe_decode(prefix.child_value(), url_encoded));
+    page.common_prefixes.push_back(std::move(p));
+  }
+  std::string_view truncated = root.child_value("IsTruncated");
+  if (truncated == "true") {
+    page.truncated = true;
+  } else if (!truncated.empty() && truncated != "false") {
+    return corrupt(kWhat, fmt::format("bad IsTruncated '{}'", one_line(truncated)));
+  }
+  page.next_token = root.child_value("NextContinuationToken");
+  if (page.truncated && page.next_token.empty()) {
+    return corrupt(kWhat, "IsTruncated is true but NextContinuationToken is missing");
+  }
+  return page;
+}
+
+Result<S3ErrorInfo> parse_error(std::string_view body) {
+  pugi::xml_document doc;
+  WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root, load(doc, body, "S3 error", "Error"));
+  S3ErrorInfo info;
+  info.code = one_line(root.child_value("Code"));
+  if (info.code.empty()) return corrupt("S3 error", "no Code element");
+  info.message = one_line(root.child_value("Message"));
+  return info;
+}
+
+}  // namespace warmfs::s3

@@ -1,0 +1,241 @@
+#include "objstore/credentials.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+using warmfs::Errc;
+using warmfs::s3::CredentialRequest;
+using warmfs::s3::CredentialSource;
+using warmfs::s3::EnvLookup;
+using warmfs::s3::resolve_credentials;
+using warmfs::s3::resolve_region;
+
+namespace {
+
+// A fake environment for the resolver.
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+// A temporary HOME with optional ~/.aws files, removed afterwards.
+struct TempHome {
+  std::filesystem::path dir;
+  TempHome() {
+    char tmpl[] = "/tmp/warmfs-cred-test-XXXXXX";
+    dir = mkdtemp(tmpl);
+    std::filesystem::create_directories(dir / ".aws");
+  }
+  ~TempHome() { std::filesystem::remove_all(dir); }
+  void write(const std::string& rel, const std::string& text) const {
+    std::ofstream(dir / rel) << text;
+  }
+};
+
+const char* kCredentialsFile = R"(# comment
+[default]
+aws_access_key_id = AKIADEFAULT00000001
+aws_secret_access_key = defaultsecret/abc+def
+
+[dev]
+aws_access_key_id=AKIADEV0000000000002
+aws_secret_access_key=devsecret
+aws_session_token = devtoken==
+; another comment
+)";
+
+const char* kConfigFile = R"([default]
+region = eu-west-1
+
+[profile cfgonly]
+region = ap-south-1
+aws_access_key_id = AKIACFG0000000000003
+aws_secret_access_key = cfgsecret
+s3 =
+  max_concurrent_requests = 20
+
+[profile sso]
+sso_start_url = https://example.awsapps.com/start
+sso_region = us-east-1
+
+[profile regiononly]
+region = ca-central-1
+)";
+
+}  // namespace
+
+TEST_CASE("explicit credentials win", "[objstore]") {
+  FakeEnv env;
+  env.vars = {{"AWS_ACCESS_KEY_ID", "AKIAENV"}, {"AWS_SECRET_ACCESS_KEY", "envsecret"}};
+  CredentialRequest req;
+  req.access_key_id = "AKIAEXPLICIT";
+  req.secret_access_key = "explicitsecret";
+  auto r = resolve_credentials(req, env.lookup());
+  REQUIRE(r.is_ok());
+  CHECK(r->source == CredentialSource::kExplicit);
+  CHECK(r->credentials.access_key_id == "AKIAEXPLICIT");
+
+  req.secret_access_key.clear();
+  CHECK(resolve_credentials(req, env.lookup()).code() == Errc::kInvalidArgument);
+}
+
+TEST_CASE("environment credentials", "[objstore]") {
+  FakeEnv env;
+  env.vars = {{"AWS_ACCESS_KEY_ID", "AKIAENV0000000000009"},
+              {"AWS_SECRET_ACCESS_KEY", "envsecret"},
+              {"AWS_SESSION_TOKEN", "envtoken"},
+              {"HOME", "/nonexistent"}};
+  auto r = resolve_credentials({}, env.lookup());
+  REQUIRE(r.is_ok());
+  CHECK(r->source == CredentialSource::kEnvironment);
+  CHECK(r->credentials.secret_access_key == "envsecret");
+  CHECK(r->credentials.session_token == "envtoken");
+  CHECK_FALSE(r->anonymous());
+
+  env.vars.erase("AWS_SECRET_ACCESS_KEY");
+  auto partial = resolve_credentials({}, env.lookup());
+  CHECK(partial.code() == Errc::kInvalidArgument);
+  CHECK_THAT(partial.status().message(), !Catch::Contains("AKIAENV"));
+}
+
+TEST_CASE("shared credentials and config files", "[objstore]") {
+  TempHome home;
+  home.write(".aws/credentials", kCredentialsFile);
+  home.write(".aws/config", kConfigFile);
+  FakeEnv env;
+  env.vars = {{"HOME", home.dir.string()}};
+
+  SECTION("default profile from the credentials file") {
+    auto r = resolve_credentials({}, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->source == CredentialSource::kSharedCredentialsFile);
+    CHECK(r->credentials.access_key_id == "AKIADEFAULT00000001");
+    CHECK(r->credentials.secret_access_key == "defaultsecret/abc+def");
+    CHECK(r->credentials.session_token.empty());
+    CHECK_THAT(r->origin, Catch::Contains("credentials [default]"));
+  }
+  SECTION("profile from the argument, with a session token") {
+    CredentialRequest req;
+    req.profile = "dev";
+    auto r = resolve_credentials(req, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->credentials.access_key_id == "AKIADEV0000000000002");
+    CHECK(r->credentials.session_token == "devtoken==");
+  }
+  SECTION("profile from AWS_PROFILE, found in the config file") {
+    env.vars["AWS_PROFILE"] = "cfgonly";
+    auto r = resolve_credentials({}, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->source == CredentialSource::kConfigFile);
+    CHECK(r->credentials.access_key_id == "AKIACFG0000000000003");
+    CHECK_THAT(r->origin, Catch::Contains("config [cfgonly]"));
+  }
+  SECTION("the argument beats AWS_PROFILE") {
+    env.vars["AWS_PROFILE"] = "cfgonly";
+    CredentialRequest req;
+    req.profile = "dev";
+    auto r = resolve_credentials(req, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->credentials.access_key_id == "AKIADEV0000000000002");
+  }
+  SECTION("environment beats files") {
+    env.vars["AWS_ACCESS_KEY_ID"] = "AKIAENV";
+    env.vars["AWS_SECRET_ACCESS_KEY"] = "s";
+    auto r = resolve_credentials({}, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->source == CredentialSource::kEnvironment);
+  }
+  SECTION("a named profile that does not exist is an error") {
+    CredentialRequest req;
+    req.profile = "nope";
+    auto r = resolve_credentials(req, env.lookup());
+    CHECK(r.code() == Errc::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Contains("nope"));
+  }
+  SECTION("an SSO profile is not supported") {
+    CredentialRequest req;
+    req.profile = "sso";
+    CHECK(resolve_credentials(req, env.lookup()).code() == Errc::kNotSupported);
+  }
+  SECTION("a profile with only a region is anonymous") {
+    CredentialRequest req;
+    req.profile = "regiononly";
+    auto r = resolve_credentials(req, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->anonymous());
+    CHECK(r->source == CredentialSource::kAnonymousNotFound);
+  }
+  SECTION("anonymous when asked, whatever is configured") {
+    CredentialRequest req;
+    req.anonymous = true;
+    auto r = resolve_credentials(req, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->anonymous());
+    CHECK(r->source == CredentialSource::kAnonymousRequested);
+  }
+  SECTION("file locations from AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE") {
+    home.write("other-creds", "[default]\naws_access_key_id=AKIAOTHER\naws_secret_access_key=o\n");
+    env.vars["AWS_SHARED_CREDENTIALS_FILE"] = (home.dir / "other-creds").string();
+    env.vars["AWS_CONFIG_FILE"] = "~/.aws/config";
+    auto r = resolve_credentials({}, env.lookup());
+    REQUIRE(r.is_ok());
+    CHECK(r->credentials.access_key_id == "AKIAOTHER");
+    CHECK(resolve_region("", "", env.lookup()) == "eu-west-1");
+  }
+}
+
+TEST_CASE("nothing configured means anonymous, and says so", "[objstore]") {
+  TempHome home;  // no files
+  FakeEnv env;
+  env.vars = {{"HOME", home.dir.string()}};
+  auto r = resolve_credentials({}, env.lookup());
+  REQUIRE(r.is_ok());
+  CHECK(r->anonymous());
+  CHECK(r->source == CredentialSource::kAnonymousNotFound);
+  CHECK_THAT(r->describe(), Catch::Contains("no credentials found"));
+
+  FakeEnv no_home;
+  auto r2 = resolve_credentials({}, no_home.lookup());
+  REQUIRE(r2.is_ok());
+  CHECK(r2->anonymous());
+}
+
+TEST_CASE("region resolution order", "[objstore]") {
+  TempHome home;
+  home.write(".aws/config", kConfigFile);
+  FakeEnv env;
+  env.vars = {{"HOME", home.dir.string()}};
+  CHECK(resolve_region("", "", env.lookup()) == "eu-west-1");
+  CHECK(resolve_region("", "cfgonly", env.lookup()) == "ap-south-1");
+  CHECK(resolve_region("", "missing", env.lookup()) == "us-east-1");
+  env.vars["AWS_PROFILE"] = "regiononly";
+  CHECK(resolve_region("", "", env.lookup()) == "ca-central-1");
+  env.vars["AWS_DEFAULT_REGION"] = "us-west-1";
+  CHECK(resolve_region("", "", env.lookup()) == "us-west-1");
+  env.vars["AWS_REGION"] = "us-west-2";
+  CHECK(resolve_region("", "", env.lookup()) == "us-west-2");
+  CHECK(resolve_region("sa-east-1", "", env.lookup()) == "sa-east-1");
+  FakeEnv empty;
+  CHECK(resolve_region("", "", empty.lookup()) == "us-east-1");
+}
+
+TEST_CASE("describe() never shows secrets", "[objstore]") {
+  warmfs::s3::Credentials c{"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                            "SESSIONTOKENVALUE"};
+  const std::string d = c.describe();
+  CHECK_THAT(d, Catch::Contains("MPLE"));
+  CHECK_THAT(d, !Catch::Contains("AKIAIOSFODNN7"));
+  CHECK_THAT(d, !Catch::Contains("wJalr"));
+  CHECK_THAT(d, !Catch::Contains("SESSIONTOKEN"));
+  CHECK(warmfs::s3::Credentials{}.describe() == "anonymous");
+}
