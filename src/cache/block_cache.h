@@ -9,6 +9,10 @@
 // get() returns nullptr on a miss; a failing tier logs a warning and reports a miss rather
 // than failing the read. put() may drop the chunk (full, failing). Implementations are
 // thread safe.
+//
+// Tiers compose as decorators over this interface (a TieredCache holding an upper and a lower
+// BlockCache, promoting lower hits into the upper tier); MemoryCache (cache/memory_cache.h) is
+// the in-process tier.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +51,9 @@ using ChunkPtr = std::shared_ptr<const Chunk>;
 
 // Makes a chunk from bytes, computing its CRC32C.
 ChunkPtr make_chunk(std::vector<std::byte> bytes);
+// True when the chunk's bytes still match its CRC32C (for tiers that keep bytes outside
+// process memory; costs a pass over the bytes).
+bool chunk_intact(const Chunk& chunk);
 
 struct BlockCacheCounters {
   uint64_t hits = 0;

@@ -14,6 +14,11 @@
 //
 // Thread safe: ReadPath fully; a Reader may be used from several threads (FUSE may send
 // reads of one handle concurrently), with internal locking.
+//
+// Lifetimes: destroying the ReadPath fails fetches still queued with kCancelled and waits for
+// the ones running. A Reader may be destroyed at any time, with fetches pending (they finish
+// into the cache), even after its ReadPath; it must not read after the ReadPath is gone.
+// Implementation: chunk_fetcher.h (single flight, budget), windowed_reader.h (windows).
 #pragma once
 
 #include <cstddef>
@@ -53,7 +58,7 @@ struct ReadPathCounters {
   uint64_t fetch_requests = 0;
   uint64_t prefetched_chunks = 0;   // chunks requested by read-ahead
   uint64_t prefetch_wasted_chunks = 0;  // fetched ahead but never read
-  uint64_t inflight_bytes = 0;      // right now
+  uint64_t inflight_bytes = 0;      // right now: read-ahead budget in use (fetched ahead, unread)
   uint64_t fetch_errors = 0;
 };
 
@@ -73,6 +78,8 @@ class ReadPath {
   ReadPath(const ReadPath&) = delete;
   ReadPath& operator=(const ReadPath&) = delete;
 
+  // A reader of one object version (one per open file handle). Cheap: no request is made
+  // until the first read.
   std::unique_ptr<Reader> open(ObjectVersion version);
   ReadPathCounters counters() const;
   const ReadaheadOptions& options() const;

@@ -1,0 +1,56 @@
+#include "cache/block_cache.h"
+
+#include <functional>
+#include <string_view>
+
+#include "common/crc32c.h"
+
+namespace warmfs {
+
+std::string ChunkKey::encode() const {
+  std::string out;
+  const std::string idx = std::to_string(index);
+  out.reserve(bucket.size() + key.size() + etag.size() + idx.size() + 3);
+  out.append(bucket).push_back('\0');
+  out.append(key).push_back('\0');
+  out.append(etag).push_back('\0');
+  out.append(idx);
+  return out;
+}
+
+namespace {
+// The 64-bit finalizer of MurmurHash3: spreads every input bit over the output, so the low
+// bits (shard choice) and the high bits (hash-table buckets) are both well mixed.
+inline uint64_t mix64(uint64_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
+  return h;
+}
+inline uint64_t combine(uint64_t seed, uint64_t v) {
+  return mix64(seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)));
+}
+}  // namespace
+
+size_t ChunkKeyHash::operator()(const ChunkKey& k) const {
+  // Hashes the fields in place: no encode(), so lookups do not allocate.
+  const std::hash<std::string_view> h;
+  uint64_t seed = h(k.bucket);
+  seed = combine(seed, h(k.key));
+  seed = combine(seed, h(k.etag));
+  seed = combine(seed, k.index);
+  return static_cast<size_t>(seed);
+}
+
+ChunkPtr make_chunk(std::vector<std::byte> bytes) {
+  auto chunk = std::make_shared<Chunk>();
+  chunk->crc32c = crc32c(bytes);
+  chunk->bytes = std::move(bytes);
+  return chunk;
+}
+
+bool chunk_intact(const Chunk& chunk) { return crc32c(chunk.bytes) == chunk.crc32c; }
+
+}  // namespace warmfs

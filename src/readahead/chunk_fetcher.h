@@ -1,0 +1,119 @@
+// ChunkFetcher: gets chunks from the block cache or the bucket, one request per chunk however
+// many readers want it (single flight). Private to the readahead layer.
+//
+// acquire() answers at once: a cached chunk, or the shared FetchState of a fetch in flight
+// (joined if some reader already started it, started otherwise). Fetches run on a fixed pool
+// of fetch_threads threads: a range GET with If-Match into a buffer of the chunk's length, a
+// CRC32C, a put into the cache, then every waiter is woken. A failed fetch is not cached; its
+// status goes to the waiters and the next acquire() starts afresh. Versions without an ETag
+// bypass the cache (their chunks could be of any version) but still share fetches.
+//
+// It also keeps the global read-ahead budget: a prefetch is charged the chunk's bytes and is
+// not issued when the budget is spent; demand fetches are never refused.
+//
+// Thread safe. Readers share ownership (shared_ptr) so they may be destroyed after the
+// ReadPath, but must not call acquire() after shutdown(). Lock order: inflight_mu_ before
+// the cache's locks and the pool's lock; a FetchState's lock is taken alone.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "cache/block_cache.h"
+#include "common/thread_pool.h"
+#include "objstore/object_store.h"
+#include "readahead/read_path.h"
+#include "warmfs/result.h"
+
+namespace warmfs {
+
+// One chunk fetch, shared by the readers that wait for it. chunk and status are written once,
+// before done() turns true, and never change afterwards.
+class FetchState {
+ public:
+  explicit FetchState(bool prefetch) : prefetch_(prefetch) {}
+  // True when read-ahead started it: a failure is then retried once by a demand read.
+  bool prefetch() const { return prefetch_; }
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  // Blocks until done().
+  void wait();
+  // Called once, by the fetching thread.
+  void complete(ChunkPtr chunk, Status status);
+  // Valid after done(): the chunk, or nullptr and a failed status.
+  const ChunkPtr& chunk() const { return chunk_; }
+  const Status& status() const { return status_; }
+
+ private:
+  const bool prefetch_;
+  std::mutex mu_;  // with cv_, for waiting on done_
+  std::condition_variable cv_;
+  std::atomic<bool> done_{false};
+  ChunkPtr chunk_;
+  Status status_;
+};
+
+// What acquire() hands back: a chunk at hand, a fetch to wait for, or (for a prefetch over
+// budget) nothing.
+struct ChunkRef {
+  ChunkPtr chunk;
+  std::shared_ptr<FetchState> fetch;
+  uint64_t charged_bytes = 0;  // budget taken by this prefetch; give back with release()
+  bool empty() const { return !chunk && !fetch; }
+};
+
+class ChunkFetcher {
+ public:
+  enum class Mode { kDemand, kPrefetch };
+
+  ChunkFetcher(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options);
+  ~ChunkFetcher();
+  ChunkFetcher(const ChunkFetcher&) = delete;
+  ChunkFetcher& operator=(const ChunkFetcher&) = delete;
+
+  // Chunk key.index of the object version named by key (key.bucket must be bucket()), which
+  // has `length` bytes. kDemand always yields a chunk or a fetch; kPrefetch yields nothing
+  // when the budget cannot cover length (a cached chunk costs no budget).
+  ChunkRef acquire(const ChunkKey& key, uint64_t length, Mode mode);
+  // Returns budget taken by a prefetch.
+  void release(uint64_t charged_bytes);
+  // A prefetched chunk dropped unread.
+  void count_wasted() { prefetch_wasted_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Fails queued fetches with kCancelled and joins the threads (running GETs finish first).
+  void shutdown();
+
+  const std::string& bucket() const { return bucket_; }
+  const ReadaheadOptions& options() const { return options_; }
+  ReadPathCounters counters() const;
+
+ private:
+  bool try_charge(uint64_t n);
+  std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
+  void run_fetch(const std::shared_ptr<FetchState>& fetch, const ChunkKey& key, uint64_t length);
+
+  ObjectStore& store_;
+  BlockCache& cache_;
+  const std::string bucket_;
+  const ReadaheadOptions options_;
+
+  std::mutex inflight_mu_;  // protects inflight_
+  std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
+
+  std::atomic<bool> cancelled_{false};
+  std::atomic<uint64_t> budget_used_{0};  // bytes charged by prefetches not yet read
+  std::atomic<uint64_t> cache_hit_bytes_{0};
+  std::atomic<uint64_t> fetched_bytes_{0};
+  std::atomic<uint64_t> fetch_requests_{0};
+  std::atomic<uint64_t> prefetched_{0};
+  std::atomic<uint64_t> prefetch_wasted_{0};
+  std::atomic<uint64_t> fetch_errors_{0};
+
+  ThreadPool pool_;  // last: its threads use the members above, so it stops first
+};
+
+}  // namespace warmfs

@@ -1,0 +1,193 @@
+#include "readahead/windowed_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace warmfs {
+
+WindowedReader::WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVersion version)
+    : fetcher_(std::move(fetcher)),
+      version_(std::move(version)),
+      chunk_size_(fetcher_->options().chunk_size),
+      chunk_count_((version_.size + chunk_size_ - 1) / chunk_size_) {
+  key_.bucket = fetcher_->bucket();
+  key_.key = version_.key;
+  key_.etag = version_.etag;
+}
+
+WindowedReader::~WindowedReader() {
+  std::lock_guard lock(mu_);
+  for (auto& [index, slot] : slots_) retire_locked(slot);
+  slots_.clear();
+}
+
+uint32_t WindowedReader::window_chunks() const {
+  std::lock_guard lock(mu_);
+  return window_;
+}
+
+uint64_t WindowedReader::chunk_length(uint64_t index) const {
+  return std::min(chunk_size_, version_.size - index * chunk_size_);
+}
+
+void WindowedReader::retire_locked(Slot& slot) {
+  fetcher_->release(slot.charged_bytes);
+  slot.charged_bytes = 0;
+  if (slot.prefetched) fetcher_->count_wasted();
+  slot.prefetched = false;
+}
+
+Result<size_t> WindowedReader::read(uint64_t offset, std::span<std::byte> out) {
+  if (out.empty() || offset >= version_.size) return size_t{0};
+  const uint64_t len = std::min<uint64_t>(out.size(), version_.size - offset);
+  const uint64_t end = offset + len;
+  const uint64_t first = offset / chunk_size_;
+  const uint64_t last = (end - 1) / chunk_size_;
+  {
+    std::lock_guard lock(mu_);
+    plan_locked(offset, end, first, last);
+  }
+  size_t copied = 0;
+  for (uint64_t i = first; i <= last; ++i) {
+    Result<ChunkPtr> chunk = obtain(i);
+    if (!chunk.is_ok()) {
+      drop_unread_after(i, last);
+      return std::move(chunk).take_status();
+    }
+    const uint64_t base = i * chunk_size_;
+    const uint64_t from = std::max(offset, base) - base;
+    const uint64_t to = std::min(end, base + chunk_length(i)) - base;
+    std::memcpy(out.data() + copied, (*chunk)->bytes.data() + from, to - from);
+    copied += to - from;
+  }
+  {
+    // Drop what this read has gone past; the chunk it ended in stays for the next read.
+    std::lock_guard lock(mu_);
+    const auto stop = slots_.lower_bound(end / chunk_size_);
+    for (auto it = slots_.begin(); it != stop;) {
+      retire_locked(it->second);
+      it = slots_.erase(it);
+    }
+  }
+  return copied;
+}
+
+void WindowedReader::drop_unread_after(uint64_t failed, uint64_t last) {
+  // The demand fetches this read started for chunks after the failed one will not be waited
+  // for; should they fail, their failure must not be served to a later read as its own.
+  std::lock_guard lock(mu_);
+  for (auto it = slots_.upper_bound(failed); it != slots_.end() && it->first <= last;) {
+    if (it->second.chunk) {
+      ++it;
+      continue;
+    }
+    retire_locked(it->second);
+    it = slots_.erase(it);
+  }
+}
+
+void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last) {
+  const ReadaheadOptions& o = fetcher_->options();
+  const bool sequential = has_prev_ && (offset == prev_end_ || first == prev_last_chunk_ ||
+                                        first == prev_last_chunk_ + 1);
+  has_prev_ = true;
+  prev_end_ = end;
+  prev_last_chunk_ = last;
+  const bool was_open = window_ > 0;
+  if (!sequential) {
+    window_ = 0;
+    ahead_end_ = 0;
+    for (auto it = slots_.begin(); it != slots_.end();) {
+      if (it->first >= first && it->first <= last) {
+        ++it;
+        continue;
+      }
+      retire_locked(it->second);
+      it = slots_.erase(it);
+    }
+  } else if (!was_open) {
+    window_ = o.initial_window_chunks;
+  }
+  bool waits = false;
+  for (uint64_t i = first; i <= last; ++i) waits |= ensure_demand_locked(i);
+  if (sequential && was_open && waits) window_ = std::min(window_ * 2, o.max_window_chunks);
+  if (window_ > 0) issue_prefetches_locked(last);
+}
+
+bool WindowedReader::ensure_demand_locked(uint64_t index) {
+  if (auto it = slots_.find(index); it != slots_.end()) {
+    const Slot& s = it->second;
+    return !s.chunk && (!s.fetch->done() || !s.fetch->chunk());
+  }
+  key_.index = index;
+  ChunkRef ref = fetcher_->acquire(key_, chunk_length(index), ChunkFetcher::Mode::kDemand);
+  const bool miss = !ref.chunk;
+  Slot slot;
+  slot.chunk = std::move(ref.chunk);
+  slot.fetch = std::move(ref.fetch);
+  slots_.emplace(index, std::move(slot));
+  return miss;
+}
+
+void WindowedReader::issue_prefetches_locked(uint64_t last) {
+  const uint64_t stop = std::min(chunk_count_, last + 1 + window_);
+  uint64_t i = std::max(last + 1, ahead_end_);
+  for (; i < stop; ++i) {
+    if (slots_.count(i) != 0) continue;
+    key_.index = i;
+    ChunkRef ref = fetcher_->acquire(key_, chunk_length(i), ChunkFetcher::Mode::kPrefetch);
+    if (ref.empty()) break;  // budget spent: try again on a later read
+    Slot slot;
+    slot.charged_bytes = ref.charged_bytes;
+    slot.prefetched = ref.charged_bytes > 0;
+    slot.chunk = std::move(ref.chunk);
+    slot.fetch = std::move(ref.fetch);
+    slots_.emplace(i, std::move(slot));
+  }
+  ahead_end_ = std::max(ahead_end_, i);
+}
+
+Result<ChunkPtr> WindowedReader::obtain(uint64_t index) {
+  std::shared_ptr<FetchState> fetch;
+  // Takes the slot's chunk or fetch, starting a demand fetch if the slot is gone (a seek by a
+  // concurrent read of this handle may have dropped it).
+  auto take = [&]() -> ChunkPtr {
+    auto it = slots_.find(index);
+    if (it == slots_.end()) {
+      ensure_demand_locked(index);
+      it = slots_.find(index);
+    }
+    Slot& s = it->second;
+    fetcher_->release(s.charged_bytes);  // read now: no longer ahead
+    s.charged_bytes = 0;
+    s.prefetched = false;
+    fetch = s.fetch;
+    return s.chunk;
+  };
+  auto drop_if_failed_locked = [&]() {
+    auto it = slots_.find(index);
+    if (it != slots_.end() && it->second.fetch == fetch) slots_.erase(it);
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (ChunkPtr c = take()) return c;
+  }
+  fetch->wait();
+  if (fetch->chunk()) return fetch->chunk();
+  // A failed read-ahead is retried once, as a demand fetch; a failed demand fetch is final.
+  const bool retry = fetch->prefetch() && fetch->status().code() != Errc::kCancelled;
+  {
+    std::lock_guard lock(mu_);
+    drop_if_failed_locked();
+    if (!retry) return fetch->status();
+    if (ChunkPtr c = take()) return c;
+  }
+  fetch->wait();
+  if (fetch->chunk()) return fetch->chunk();
+  std::lock_guard lock(mu_);
+  drop_if_failed_locked();
+  return fetch->status();
+}
+
+}  // namespace warmfs

@@ -1,0 +1,82 @@
+// WindowedReader: the Reader of one open file handle, with sequential read-ahead. Private to
+// the readahead layer; ReadPath::open() makes them.
+//
+// The reader holds, in slots keyed by chunk index, the chunks (or fetches in flight) of its
+// current read and of its read-ahead window, so chunks fetched ahead survive eviction from a
+// small cache; slots are dropped once the reader has read past them, and on a seek.
+//
+// Sequential detection: a read is sequential when it starts where the previous read ended,
+// or in the previous read's last chunk or the one after (FUSE may reorder the kernel's
+// concurrent read-ahead requests). The first sequential read opens a window of
+// initial_window_chunks ahead of the read; each sequential read that has to wait for a chunk
+// (a miss, or a prefetch still in flight) doubles it, up to max_window_chunks. A read that is
+// not sequential closes the window and drops the slots outside its own range, so a random
+// reader fetches exactly the chunks it touches. Prefetches go through the global budget and
+// stop when it is spent; a prefetch that failed is retried once by the read that needs it.
+//
+// Thread safe: mu_ guards the slots and the window. A read holds it to plan (look up slots,
+// start fetches, which never block) and to clean up, but not while waiting for a fetch or
+// copying bytes, so concurrent reads on one handle overlap.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+
+#include "readahead/chunk_fetcher.h"
+#include "readahead/read_path.h"
+
+namespace warmfs {
+
+class WindowedReader final : public Reader {
+ public:
+  WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVersion version);
+  // Drops the slots; fetches in flight complete into the cache without this reader.
+  ~WindowedReader() override;
+
+  Result<size_t> read(uint64_t offset, std::span<std::byte> out) override;
+
+  // Current window in chunks (0: not sequential), for tests.
+  uint32_t window_chunks() const;
+
+ private:
+  struct Slot {
+    ChunkPtr chunk;                     // at hand, or
+    std::shared_ptr<FetchState> fetch;  // in flight (or finished: its chunk or status)
+    uint64_t charged_bytes = 0;         // read-ahead budget, returned at first use
+    bool prefetched = false;            // started by read-ahead and not yet used
+  };
+
+  uint64_t chunk_length(uint64_t index) const;
+  // Under mu_: sequential detection, slots for [first, last], window, prefetches.
+  void plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last);
+  // Slot for index, started as a demand fetch if there is none. Returns true if the caller
+  // will have to wait for it.
+  bool ensure_demand_locked(uint64_t index);
+  void issue_prefetches_locked(uint64_t last);
+  // Gives back budget and counts waste; the caller erases the slot.
+  void retire_locked(Slot& slot);
+  // After a read failed at chunk `failed`: drops the slots in (failed, last] that it left
+  // unread and unresolved. Takes mu_.
+  void drop_unread_after(uint64_t failed, uint64_t last);
+  // Waits for chunk index; retries a failed prefetch once as a demand fetch.
+  Result<ChunkPtr> obtain(uint64_t index);
+
+  const std::shared_ptr<ChunkFetcher> fetcher_;
+  const ObjectVersion version_;
+  const uint64_t chunk_size_;
+  const uint64_t chunk_count_;
+
+  mutable std::mutex mu_;  // protects everything below
+  ChunkKey key_;           // this version's key; index rewritten on each use
+  std::map<uint64_t, Slot> slots_;
+  uint32_t window_ = 0;
+  uint64_t ahead_end_ = 0;  // one past the last chunk read-ahead has covered
+  bool has_prev_ = false;
+  uint64_t prev_end_ = 0;
+  uint64_t prev_last_chunk_ = 0;
+};
+
+}  // namespace warmfs

@@ -1,0 +1,383 @@
+#include "readahead/read_path.h"
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <latch>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cache/memory_cache.h"
+#include "readahead/windowed_reader.h"
+#include "support/fault_injecting_store.h"
+#include "support/memory_object_store.h"
+#include "support/test_data.h"
+
+using namespace warmfs;
+using namespace std::chrono_literals;
+using Op = FaultInjectingStore::Op;
+
+namespace {
+
+constexpr uint64_t kChunk = 4096;
+
+ReadaheadOptions small_options() {
+  ReadaheadOptions o;
+  o.chunk_size = kChunk;
+  o.initial_window_chunks = 2;
+  o.max_window_chunks = 16;
+  o.max_inflight_bytes = 64 * kChunk;
+  o.fetch_threads = 4;
+  return o;
+}
+
+// An object in an in-memory bucket, seen through a fault-injecting, call-counting store.
+struct Setup {
+  explicit Setup(uint64_t size, ReadaheadOptions o = small_options(),
+                 uint64_t cache_bytes = 1 << 30)
+      : cache({.capacity_bytes = cache_bytes}),
+        data(random_bytes(size, size)),
+        etag(bucket.put_object("obj", data)),
+        path(std::make_unique<ReadPath>(store, cache, "test-bucket", o)) {}
+
+  ObjectVersion version() const { return {"obj", etag, data.size()}; }
+  std::unique_ptr<Reader> open() { return path->open(version()); }
+
+  // Reads and checks the bytes against the source; returns the count read.
+  size_t read_check(Reader& r, uint64_t offset, size_t len) {
+    std::vector<std::byte> buf(len);
+    Result<size_t> n = r.read(offset, buf);
+    REQUIRE(n.is_ok());
+    const uint64_t expect =
+        offset >= data.size() ? 0 : std::min<uint64_t>(len, data.size() - offset);
+    REQUIRE(*n == expect);
+    if (expect > 0) REQUIRE(std::memcmp(buf.data(), data.data() + offset, expect) == 0);
+    return *n;
+  }
+
+  MemoryObjectStore bucket;
+  FaultInjectingStore store{bucket};
+  MemoryCache cache;
+  std::vector<std::byte> data;
+  std::string etag;
+  std::unique_ptr<ReadPath> path;
+};
+
+uint32_t window_of(Reader& r) { return dynamic_cast<WindowedReader&>(r).window_chunks(); }
+
+}  // namespace
+
+TEST_CASE("reads are byte exact at random offsets, across chunks and EOF", "[readahead]") {
+  const uint64_t cache_bytes = GENERATE(uint64_t(0), 2 * kChunk, uint64_t(1) << 30);
+  Setup s(10 * kChunk + 123, small_options(), cache_bytes);
+  auto r = s.open();
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t offset = rng() % (s.data.size() + 100);
+    const size_t len = 1 + rng() % (3 * kChunk);
+    INFO("offset " << offset << " len " << len);
+    s.read_check(*r, offset, len);
+  }
+  // Edges: exactly at EOF, one before, a read of the whole object, an empty buffer.
+  s.read_check(*r, s.data.size(), 10);
+  s.read_check(*r, s.data.size() - 1, 10);
+  s.read_check(*r, 0, s.data.size() + 5000);
+  std::vector<std::byte> none;
+  CHECK(*r->read(0, none) == 0);
+  CHECK(s.path->counters().fetch_errors == 0);
+}
+
+TEST_CASE("an empty object reads as EOF without a request", "[readahead]") {
+  Setup s(0);
+  auto r = s.open();
+  s.read_check(*r, 0, 100);
+  CHECK(s.store.call_count(Op::kGetRange) == 0);
+}
+
+TEST_CASE("a random reader fetches exactly the chunks it touches", "[readahead]") {
+  Setup s(200 * kChunk);
+  auto r = s.open();
+  // Chunks at least two apart, in no order: never sequential.
+  const std::vector<uint64_t> chunks = {50, 3, 120, 77, 9, 190, 30, 150, 100, 60};
+  for (uint64_t c : chunks) s.read_check(*r, c * kChunk + 100, 1000);
+  // One read that straddles two chunks touches both.
+  s.read_check(*r, 170 * kChunk - 10, 20);
+  const ReadPathCounters k = s.path->counters();
+  CHECK(s.store.call_count(Op::kGetRange) == chunks.size() + 2);
+  CHECK(k.fetched_bytes == (chunks.size() + 2) * kChunk);
+  CHECK(s.store.bytes_returned() == (chunks.size() + 2) * kChunk);
+  CHECK(k.prefetched_chunks == 0);
+  CHECK(k.prefetch_wasted_chunks == 0);
+  CHECK(window_of(*r) == 0);
+  // Reading them again hits the cache.
+  for (uint64_t c : chunks) s.read_check(*r, c * kChunk, 10);
+  CHECK(s.store.call_count(Op::kGetRange) == chunks.size() + 2);
+  CHECK(s.path->counters().cache_hit_bytes == chunks.size() * kChunk);
+}
+
+TEST_CASE("a sequential reader's window opens, doubles while it waits, and is capped",
+          "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.fetch_threads = 1;  // fetches in order, each slower than the reader: it always waits
+  Setup s(64 * kChunk, o);
+  s.store.set_delay(Op::kGetRange, 5ms);
+  auto r = s.open();
+  s.read_check(*r, 0, kChunk);
+  CHECK(s.store.call_count(Op::kGetRange) == 1);  // first read: no read-ahead yet
+  CHECK(window_of(*r) == 0);
+  s.read_check(*r, kChunk, kChunk);
+  CHECK(window_of(*r) == 2);  // now sequential: the initial window
+  CHECK(s.path->counters().prefetched_chunks == 2);
+  // Chunks 0 and 1 were demand reads; read-ahead asks for 2, 3, ... in order, so the highest
+  // chunk asked for is 1 + prefetched_chunks.
+  uint64_t max_lead = 0;
+  std::vector<uint32_t> windows;
+  for (uint64_t c = 2; c < 64; ++c) {
+    s.read_check(*r, c * kChunk, kChunk);
+    windows.push_back(window_of(*r));
+    const uint64_t highest = 1 + s.path->counters().prefetched_chunks;
+    max_lead = std::max(max_lead, highest - c);
+  }
+  CHECK(windows[0] == 4);
+  CHECK(windows[1] == 8);
+  CHECK(windows[2] == 16);
+  CHECK(*std::max_element(windows.begin(), windows.end()) == 16);
+  CHECK(max_lead == 16);
+  // Every chunk fetched once: read-ahead never duplicates a request.
+  for (uint64_t c = 0; c < 64; ++c) REQUIRE(s.store.get_count("obj", c * kChunk) == 1);
+  const ReadPathCounters k = s.path->counters();
+  CHECK(k.prefetched_chunks == 62);
+  CHECK(k.prefetch_wasted_chunks == 0);
+}
+
+TEST_CASE("small reads within chunks count as sequential; a seek resets the window",
+          "[readahead]") {
+  Setup s(100 * kChunk);
+  auto r = s.open();
+  for (uint64_t off = 0; off < 3 * kChunk; off += 1000) s.read_check(*r, off, 1000);
+  CHECK(window_of(*r) >= 2);
+  s.read_check(*r, 60 * kChunk, 100);  // seek
+  CHECK(window_of(*r) == 0);
+  s.read_check(*r, 60 * kChunk + 100, 100);
+  CHECK(window_of(*r) == 2);
+}
+
+TEST_CASE("read-ahead holds its chunks even when the cache cannot", "[readahead]") {
+  // One chunk of cache: prefetched chunks would be evicted before being read.
+  Setup s(64 * kChunk, small_options(), kChunk);
+  s.store.set_delay(Op::kGetRange, 1ms);
+  auto r = s.open();
+  for (uint64_t c = 0; c < 64; ++c) s.read_check(*r, c * kChunk, kChunk);
+  CHECK(s.store.call_count(Op::kGetRange) == 64);
+  CHECK(s.path->counters().prefetched_chunks > 0);
+}
+
+TEST_CASE("concurrent misses on one chunk make one request", "[readahead]") {
+  const bool shared_handle = GENERATE(false, true);
+  Setup s(8 * kChunk);
+  s.store.set_delay(Op::kGetRange, 100ms);
+  auto shared = s.open();
+  std::latch start(16);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&] {
+      auto own = s.open();
+      Reader& r = shared_handle ? *shared : *own;
+      std::vector<std::byte> buf(100);
+      start.arrive_and_wait();
+      Result<size_t> n = r.read(1000, buf);
+      if (!n.is_ok() || *n != 100 || std::memcmp(buf.data(), s.data.data() + 1000, 100) != 0) bad++;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(bad.load() == 0);
+  CHECK(s.store.get_count("obj", 0) == 1);
+}
+
+TEST_CASE("concurrent reads on one handle are byte exact", "[readahead]") {
+  Setup s(40 * kChunk + 7, small_options(), 8 * kChunk);
+  s.store.set_delay(Op::kGetRange, 200us);
+  auto r = s.open();
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(t);
+      uint64_t offset = 0;
+      for (int i = 0; i < 200; ++i) {
+        // Half the threads stream, half jump around.
+        offset = (t % 2 == 0) ? (offset + 3000) % s.data.size() : rng() % s.data.size();
+        const size_t len = 1 + rng() % (2 * kChunk);
+        std::vector<std::byte> buf(len);
+        Result<size_t> n = r->read(offset, buf);
+        const uint64_t expect = std::min<uint64_t>(len, s.data.size() - offset);
+        if (!n.is_ok() || *n != expect ||
+            std::memcmp(buf.data(), s.data.data() + offset, expect) != 0) {
+          bad++;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(bad.load() == 0);
+  r.reset();
+  CHECK(s.path->counters().inflight_bytes == 0);
+}
+
+TEST_CASE("a reader of a replaced object fails with kPreconditionFailed", "[readahead]") {
+  Setup s(10 * kChunk);
+  auto old_reader = s.open();
+  s.read_check(*old_reader, 0, 100);  // chunk 0 of the old version is cached
+  const auto new_data = random_bytes(10 * kChunk, 999);
+  const std::string new_etag = s.bucket.put_object("obj", new_data);
+  REQUIRE(new_etag != s.etag);
+  std::vector<std::byte> buf(100);
+  Result<size_t> n = old_reader->read(5 * kChunk, buf);
+  CHECK(n.code() == Errc::kPreconditionFailed);
+  // The old version's cached chunk is still its own bytes, never the new version's.
+  s.read_check(*old_reader, 0, 100);
+  // A reader of the new version sees the new bytes.
+  auto new_reader = s.path->open({"obj", new_etag, new_data.size()});
+  REQUIRE(*new_reader->read(5 * kChunk, buf) == 100);
+  CHECK(std::memcmp(buf.data(), new_data.data() + 5 * kChunk, 100) == 0);
+  REQUIRE(*new_reader->read(0, buf) == 100);
+  CHECK(std::memcmp(buf.data(), new_data.data(), 100) == 0);
+}
+
+TEST_CASE("a failed fetch fails the read, is not cached, and the next read recovers",
+          "[readahead]") {
+  Setup s(10 * kChunk);
+  std::vector<std::byte> buf(100);
+  // A fresh reader for each read: no read-ahead, so every request below is the read's own.
+  auto read_at = [&](uint64_t offset) { return s.open()->read(offset, buf); };
+  auto check_at = [&](uint64_t offset) {
+    auto r = s.open();
+    s.read_check(*r, offset, 100);
+  };
+  s.store.fail_next(Op::kGetRange, 1, Status(Errc::kIo, "injected"));
+  CHECK(read_at(3 * kChunk).code() == Errc::kIo);
+  check_at(3 * kChunk);
+  CHECK(s.store.get_count("obj", 3 * kChunk) == 2);
+  CHECK(s.path->counters().fetch_errors == 1);
+  // A store that returns a short body (a bug below us) is an error, not short data.
+  s.store.truncate_next(1, 10);
+  CHECK(read_at(7 * kChunk).code() == Errc::kIo);
+  check_at(7 * kChunk);
+  // A store that is down stays an error until it is back.
+  s.store.fail_always(Op::kGetRange, Status(Errc::kUnavailable, "down"));
+  CHECK(read_at(8 * kChunk).code() == Errc::kUnavailable);
+  CHECK(read_at(8 * kChunk).code() == Errc::kUnavailable);
+  s.store.clear_faults();
+  check_at(8 * kChunk);
+  CHECK(s.cache.counters().inserted_bytes == 3 * kChunk);  // failures never reached it
+}
+
+TEST_CASE("a read stopped by an error leaves no stale failure behind", "[readahead]") {
+  Setup s(10 * kChunk);
+  auto r = s.open();
+  // A read over chunks 2 and 3 whose two fetches both fail: the read reports the first.
+  s.store.fail_next(Op::kGetRange, 2, Status(Errc::kIo, "injected"));
+  std::vector<std::byte> buf(2 * kChunk);
+  CHECK(r->read(2 * kChunk + 10, buf).code() == Errc::kIo);
+  for (int i = 0; i < 1000 && s.store.in_flight() > 0; ++i) std::this_thread::sleep_for(1ms);
+  // Chunk 3's failed fetch was never waited for; reading it now fetches it again.
+  s.read_check(*r, 3 * kChunk + 10, 100);
+  s.read_check(*r, 2 * kChunk, 100);
+}
+
+TEST_CASE("a failed prefetch is retried by the read that needs it", "[readahead]") {
+  Setup s(20 * kChunk);
+  auto r = s.open();
+  s.read_check(*r, 0, 100);  // chunk 0, no read-ahead yet
+  // The next read is sequential and served from chunk 0; its prefetches (1, 2) all fail.
+  s.store.fail_next(Op::kGetRange, 2, Status(Errc::kIo, "injected"));
+  s.read_check(*r, 100, 100);
+  // Let the failures land, then read on into the failed chunks.
+  for (int i = 0; i < 1000 && s.path->counters().fetch_errors < 2; ++i)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(s.path->counters().fetch_errors == 2);
+  for (uint64_t off = 200; off < 3 * kChunk; off += 500) s.read_check(*r, off, 500);
+  CHECK(s.store.get_count("obj", 1 * kChunk) == 2);
+  CHECK(s.store.get_count("obj", 2 * kChunk) == 2);
+}
+
+TEST_CASE("all readers together stay within the read-ahead budget", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.max_inflight_bytes = 5 * kChunk;
+  o.initial_window_chunks = 4;
+  o.fetch_threads = 8;
+  Setup s(1, o);
+  std::vector<std::vector<std::byte>> objects;
+  std::vector<ObjectVersion> versions;
+  for (int i = 0; i < 4; ++i) {
+    objects.push_back(random_bytes(48 * kChunk, 100 + i));
+    const std::string key = "obj" + std::to_string(i);
+    versions.push_back({key, s.bucket.put_object(key, objects.back()), objects.back().size()});
+  }
+  s.store.set_delay(Op::kGetRange, 1ms);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> peak{0};
+  std::thread watcher([&] {
+    while (!stop.load()) {
+      peak.store(std::max(peak.load(), s.path->counters().inflight_bytes));
+      std::this_thread::yield();
+    }
+  });
+  std::atomic<int> bad{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.emplace_back([&, i] {
+      auto r = s.path->open(versions[i]);
+      std::vector<std::byte> buf(kChunk);
+      for (uint64_t off = 0; off < objects[i].size(); off += kChunk) {
+        Result<size_t> n = r->read(off, buf);
+        if (!n.is_ok() || *n != kChunk ||
+            std::memcmp(buf.data(), objects[i].data() + off, kChunk) != 0)
+          bad++;
+      }
+    });
+  }
+  for (auto& t : readers) t.join();
+  stop = true;
+  watcher.join();
+  CHECK(bad.load() == 0);
+  CHECK(peak.load() <= o.max_inflight_bytes);
+  CHECK(peak.load() > 0);
+  const ReadPathCounters k = s.path->counters();
+  CHECK(k.prefetched_chunks > 0);
+  CHECK(k.inflight_bytes == 0);  // every reader is closed
+  // Demand reads went ahead regardless: every chunk arrived exactly once or more.
+  CHECK(k.fetched_bytes >= 4 * 48 * kChunk);
+}
+
+TEST_CASE("destroying readers and the read path with fetches pending is safe", "[readahead]") {
+  Setup s(100 * kChunk);
+  s.store.set_delay(Op::kGetRange, 5ms);
+  for (int round = 0; round < 5; ++round) {
+    auto r = s.open();
+    s.read_check(*r, 0, 100);
+    s.read_check(*r, 100, 100);  // opens the window: prefetches now in flight
+    r.reset();
+    CHECK(s.path->counters().inflight_bytes == 0);
+  }
+  CHECK(s.path->counters().prefetch_wasted_chunks > 0);
+  // Reader outlives its ReadPath; the path's destructor cancels what is still queued.
+  auto survivor = s.open();
+  std::vector<std::byte> buf(100);
+  REQUIRE(survivor->read(50 * kChunk, buf).is_ok());
+  REQUIRE(survivor->read(50 * kChunk + 100, buf).is_ok());
+  s.path.reset();
+  survivor.reset();
+}
+
+TEST_CASE("a version without an ETag is read without If-Match and not cached", "[readahead]") {
+  Setup s(4 * kChunk);
+  auto r = s.path->open({"obj", "", s.data.size()});
+  s.read_check(*r, 10, 100);
+  s.read_check(*r, 3 * kChunk, 100);
+  CHECK(s.cache.used_bytes() == 0);
+}
