@@ -1,0 +1,98 @@
+// warmfs unmount and warmfs stats: talk to a running mount through its root directory.
+#include <signal.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "common/sizes.h"
+#include "fs/filesystem.h"
+#include "fuse/fuse_adapter.h"
+
+namespace warmfs::cli {
+namespace {
+
+// Reads an attribute warmfs serves on the mount's root; empty on failure (errno set).
+std::string read_xattr(const std::string& path, const char* name) {
+  std::string buf(256 * 1024, '\0');
+  ssize_t n = ::getxattr(path.c_str(), name, buf.data(), buf.size());
+  if (n < 0) return {};
+  buf.resize(static_cast<size_t>(n));
+  return buf;
+}
+
+std::string latency(uint64_t us) {
+  if (us < 1000) return fmt::format("{} us", us);
+  return fmt::format("{:.1f} ms", us / 1000.0);
+}
+
+}  // namespace
+
+int run_unmount(const std::string& mountpoint) {
+  const std::string pid_text = read_xattr(mountpoint, kPidXattr);
+  Status st = unmount_path(mountpoint);
+  if (!st.is_ok()) {
+    print_error(st.message());
+    return kExitFailure;
+  }
+  // Wait for the daemon to finish, so that when unmount returns the mount's work is done.
+  if (!pid_text.empty()) {
+    const pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return kExitOk;
+}
+
+int run_stats(const std::string& mountpoint, bool json) {
+  const std::string text = read_xattr(mountpoint, kStatsXattr);
+  if (text.empty()) {
+    const int err = errno;
+    if (err == ENODATA || err == ENOTSUP) print_error(mountpoint + " is not a warmfs mount");
+    else print_error("cannot read stats of " + mountpoint + ": " + std::strerror(err));
+    return kExitFailure;
+  }
+  if (json) {
+    std::printf("%s\n", text.c_str());
+    return kExitOk;
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) {
+    print_error("the mount sent malformed stats");
+    return kExitFailure;
+  }
+  auto u = [&](const nlohmann::json& v) { return v.get<uint64_t>(); };
+  std::printf("warmfs %s on %s, up %.0f s\n", j["bucket"].get<std::string>().c_str(), mountpoint.c_str(),
+              j["uptime_seconds"].get<double>());
+  std::printf("  served to readers   %s in %llu reads (p50 %s, p99 %s), %llu errors\n",
+              format_size(u(j["bytes_read"])).c_str(), (unsigned long long)u(j["read_requests"]),
+              latency(u(j["read_latency_us"]["p50"])).c_str(), latency(u(j["read_latency_us"]["p99"])).c_str(),
+              (unsigned long long)u(j["read_errors"]));
+  std::printf("  from memory cache   %s\n", format_size(u(j["memory_hit_bytes"])).c_str());
+  std::printf("  from the bucket     %s; requests: %llu GET, %llu HEAD, %llu LIST; %llu retries, %llu errors\n",
+              format_size(u(j["bucket_bytes_read"])).c_str(), (unsigned long long)u(j["bucket_requests"]["get"]),
+              (unsigned long long)u(j["bucket_requests"]["head"]), (unsigned long long)u(j["bucket_requests"]["list"]),
+              (unsigned long long)u(j["bucket_retries"]), (unsigned long long)u(j["bucket_errors"]));
+  const auto& mc = j["memory_cache"];
+  std::printf("  memory cache        %s of %s used, %s evicted, hit ratio %.1f%%\n",
+              format_size(u(mc["used_bytes"])).c_str(), format_size(u(mc["capacity_bytes"])).c_str(),
+              format_size(u(mc["evicted_bytes"])).c_str(), mc["hit_ratio"].get<double>() * 100);
+  const auto& ra = j["readahead"];
+  std::printf("  read-ahead          %llu chunks fetched ahead, %llu never read, %s in flight\n",
+              (unsigned long long)u(ra["prefetched_chunks"]), (unsigned long long)u(ra["wasted_chunks"]),
+              format_size(u(ra["inflight_bytes"])).c_str());
+  return kExitOk;
+}
+
+}  // namespace warmfs::cli

@@ -1,0 +1,43 @@
+// The warmfs subcommands. Each returns the process exit status: 0 success, 1 failure
+// (with one "warmfs: ..." line on stderr), 2 usage error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace warmfs::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct MountArgs {
+  std::string source;      // s3://bucket[/prefix]
+  std::string mountpoint;
+  std::string endpoint;
+  std::string region;
+  std::string profile;
+  bool no_sign_request = false;
+  bool path_style = false;
+  uint64_t memory_cache_bytes = 0;
+  double metadata_ttl_sec = 60;
+  bool read_only = false;
+  bool allow_other = false;
+  int64_t uid = -1;        // -1: the mounting user
+  int64_t gid = -1;
+  uint32_t file_mode = 0444;
+  uint32_t dir_mode = 0555;
+  std::string log_level = "info";
+  std::string log_file;
+  bool foreground = false;
+};
+
+int run_mount(const MountArgs& args);
+int run_unmount(const std::string& mountpoint);
+int run_stats(const std::string& mountpoint, bool json);
+
+// Prints "warmfs: <message>" to stderr.
+void print_error(const std::string& message);
+
+}  // namespace warmfs::cli

@@ -1,0 +1,110 @@
+// warmfs: mount an S3 bucket as a filesystem for training jobs.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+
+#include "cli/commands.h"
+#include "common/sizes.h"
+
+namespace {
+
+using warmfs::cli::kExitUsage;
+
+struct UsageError {
+  std::string message;
+};
+
+uint32_t parse_mode(const std::string& text, const char* what) {
+  size_t pos = 0;
+  unsigned long v = 0;
+  try {
+    v = std::stoul(text, &pos, 8);
+  } catch (...) {
+    pos = 0;
+  }
+  if (pos != text.size() || text.empty() || v > 07777) {
+    throw UsageError{std::string(what) + " must be an octal mode such as 0644, not '" + text + "'"};
+  }
+  return static_cast<uint32_t>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"warmfs: mount an S3 bucket as a filesystem, cached in memory, for training jobs"};
+  app.set_version_flag("--version", std::string("warmfs ") + WARMFS_VERSION);
+  app.require_subcommand(1);
+
+  warmfs::cli::MountArgs m;
+  std::string memory_cache_size = "1G";
+  std::string metadata_ttl = "60";
+  std::string file_mode, dir_mode;
+  auto* mount = app.add_subcommand("mount", "Mount s3://BUCKET[/PREFIX] at MOUNTPOINT");
+  mount->add_option("source", m.source, "s3://BUCKET[/PREFIX]")->required();
+  mount->add_option("mountpoint", m.mountpoint, "An existing, empty directory")->required();
+  mount->add_option("--endpoint", m.endpoint,
+                    "S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or AWS's regional endpoint)");
+  mount->add_option("--region", m.region, "Region for signing (default: AWS_REGION, the profile, us-east-1)");
+  mount->add_option("--profile", m.profile, "Profile in ~/.aws/credentials and ~/.aws/config");
+  mount->add_flag("--no-sign-request", m.no_sign_request, "Send requests unsigned (public buckets)");
+  mount->add_flag("--path-style", m.path_style, "Use endpoint/bucket/key URLs instead of bucket.endpoint/key");
+  mount->add_option("--memory-cache-size", memory_cache_size, "Memory for cached chunks, e.g. 512M, 4G (default 1G)");
+  mount->add_option("--metadata-ttl", metadata_ttl, "Seconds listings and attributes are trusted (default 60)");
+  mount->add_flag("--read-only", m.read_only, "Refuse all writes with EROFS");
+  mount->add_flag("--allow-other", m.allow_other, "Let other users see the mount (needs user_allow_other for non-root)");
+  mount->add_option("--uid", m.uid, "Owner shown for every file (default: the mounting user)");
+  mount->add_option("--gid", m.gid, "Group shown for every file (default: the mounting user's)");
+  mount->add_option("--file-mode", file_mode, "Permission bits of files, octal (default 0444)");
+  mount->add_option("--dir-mode", dir_mode, "Permission bits of directories, octal (default 0555)");
+  mount->add_option("--log-level", m.log_level, "debug, info, warn or error (default info)")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  mount->add_option("--log-file", m.log_file, "Append logs here (default: stderr in the foreground, else syslog)");
+  mount->add_flag("-f,--foreground", m.foreground, "Stay attached to the terminal");
+
+  std::string unmount_point;
+  auto* unmount = app.add_subcommand("unmount", "Unmount a warmfs mount and wait for its daemon to finish");
+  unmount->add_option("mountpoint", unmount_point)->required();
+
+  std::string stats_point;
+  bool stats_json = false;
+  auto* stats = app.add_subcommand("stats", "Counters of a mount since it started");
+  stats->add_option("mountpoint", stats_point)->required();
+  stats->add_flag("--json", stats_json, "One JSON object instead of the human-readable table");
+
+  try {
+    app.parse(argc, argv);
+    if (mount->parsed()) {
+      auto size = warmfs::parse_size(memory_cache_size);
+      if (!size) throw UsageError{"--memory-cache-size: '" + memory_cache_size + "' is not a size like 512M or 4G"};
+      m.memory_cache_bytes = *size;
+      auto ttl = warmfs::parse_duration_seconds(metadata_ttl);
+      if (!ttl) throw UsageError{"--metadata-ttl: '" + metadata_ttl + "' is not a number of seconds"};
+      m.metadata_ttl_sec = *ttl;
+      if (!file_mode.empty()) m.file_mode = parse_mode(file_mode, "--file-mode");
+      if (!dir_mode.empty()) m.dir_mode = parse_mode(dir_mode, "--dir-mode");
+    }
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    std::printf("warmfs %s\n", WARMFS_VERSION);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    // Help for a subcommand arrives as CallForHelp of the subcommand too.
+    if (e.get_exit_code() == 0) {
+      std::fputs(app.help().c_str(), stdout);
+      return 0;
+    }
+    warmfs::cli::print_error(std::string(e.what()) + " (see warmfs --help)");
+    return kExitUsage;
+  } catch (const UsageError& e) {
+    warmfs::cli::print_error(e.message);
+    return kExitUsage;
+  }
+
+  if (mount->parsed()) return warmfs::cli::run_mount(m);
+  if (unmount->parsed()) return warmfs::cli::run_unmount(unmount_point);
+  if (stats->parsed()) return warmfs::cli::run_stats(stats_point, stats_json);
+  return kExitUsage;
+}

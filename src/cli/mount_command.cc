@@ -1,0 +1,296 @@
+// warmfs mount: check the bucket answers, then mount and serve (in the background unless
+// --foreground), reporting readiness to the waiting parent through a pipe.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "cache/memory_cache.h"
+#include "cli/commands.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/sizes.h"
+#include "fs/filesystem.h"
+#include "fuse/fuse_adapter.h"
+#include "meta/metadata.h"
+#include "objstore/credentials.h"
+#include "objstore/s3_store.h"
+#include "readahead/read_path.h"
+
+namespace warmfs::cli {
+namespace {
+
+struct Source {
+  std::string bucket;
+  std::string prefix;  // "" or "a/b/"
+};
+
+Result<Source> parse_source(const std::string& text) {
+  constexpr std::string_view kScheme = "s3://";
+  if (text.rfind(kScheme, 0) != 0) {
+    return Status(Errc::kInvalidArgument, "'" + text + "' is not of the form s3://BUCKET[/PREFIX]");
+  }
+  std::string rest = text.substr(kScheme.size());
+  Source s;
+  const size_t slash = rest.find('/');
+  s.bucket = rest.substr(0, slash);
+  if (s.bucket.empty()) return Status(Errc::kInvalidArgument, "'" + text + "' names no bucket");
+  if (slash != std::string::npos) {
+    std::string p = rest.substr(slash + 1);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    while (!p.empty() && p.front() == '/') p.erase(0, 1);
+    if (!p.empty()) s.prefix = p + "/";
+  }
+  return s;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+// One line naming the cause of a failed first LIST, and what to do about it.
+std::string explain_check_failure(const Status& st, const std::string& what, const std::string& endpoint) {
+  const std::string& m = st.message();
+  std::string hint;
+  switch (st.code()) {
+    case Errc::kAccessDenied:
+      if (m.find("SignatureDoesNotMatch") != std::string::npos) hint = "check AWS_SECRET_ACCESS_KEY";
+      else if (m.find("InvalidAccessKeyId") != std::string::npos) hint = "check AWS_ACCESS_KEY_ID";
+      else if (m.find("ExpiredToken") != std::string::npos || m.find("InvalidToken") != std::string::npos)
+        hint = "refresh AWS_SESSION_TOKEN";
+      else hint = "check the credentials and that they may list this bucket";
+      break;
+    case Errc::kNotFound:
+      hint = m.find("NoSuchBucket") != std::string::npos ? "check the bucket name and --endpoint"
+                                                          : "check the bucket name";
+      break;
+    case Errc::kUnavailable:
+    case Errc::kTimeout:
+      return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network)";
+    default:
+      hint = "check --endpoint, --region and the credentials";
+  }
+  return "cannot list " + what + ": " + m + " (" + hint + ")";
+}
+
+Result<S3Config> make_s3_config(const MountArgs& a, const Source& src) {
+  const auto env = s3::process_environment();
+  S3Config c;
+  c.bucket = src.bucket;
+  c.region = s3::resolve_region(a.region, a.profile, env);
+  c.endpoint = !a.endpoint.empty() ? a.endpoint : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
+  c.path_style = a.path_style;
+  s3::CredentialRequest req;
+  req.profile = a.profile;
+  req.anonymous = a.no_sign_request;
+  WARMFS_ASSIGN_OR_RETURN(s3::ResolvedCredentials creds, s3::resolve_credentials(req, env));
+  log::debug("credentials: {}", creds.describe());
+  c.anonymous = creds.anonymous();
+  c.credentials = creds.credentials;
+  return c;
+}
+
+// Everything a mounted filesystem needs, built in the process that serves it.
+struct Daemon {
+  std::unique_ptr<S3ObjectStore> store;
+  std::unique_ptr<MemoryCache> memory;
+  std::unique_ptr<ReadPath> read_path;
+  std::unique_ptr<Metadata> meta;
+  std::unique_ptr<Filesystem> fs;
+};
+
+Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config config) {
+  Clock& clock = SystemClock::instance();
+  Daemon d;
+  WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
+  MemoryCacheOptions mco;
+  mco.capacity_bytes = a.memory_cache_bytes;
+  d.memory = std::make_unique<MemoryCache>(mco);
+  ReadaheadOptions ra;
+  // Read-ahead may hold at most a quarter of the memory cache's budget in flight.
+  ra.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, std::min<uint64_t>(ra.max_inflight_bytes, a.memory_cache_bytes / 4));
+  d.read_path = std::make_unique<ReadPath>(*d.store, *d.memory, src.bucket, ra);
+  MetaOptions mo;
+  mo.prefix = src.prefix;
+  mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
+  mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
+  d.meta = std::make_unique<Metadata>(*d.store, clock, mo);
+  FsOptions fo;
+  fo.bucket = src.bucket;
+  fo.prefix = src.prefix;
+  fo.uid = a.uid >= 0 ? static_cast<uint32_t>(a.uid) : ::getuid();
+  fo.gid = a.gid >= 0 ? static_cast<uint32_t>(a.gid) : ::getgid();
+  fo.file_mode = a.file_mode;
+  fo.dir_mode = a.dir_mode;
+  fo.read_only = true;
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, *d.store, clock, fo);
+  return d;
+}
+
+// Readiness message from the serving child to the waiting parent: "0" or "1<message>".
+void send_ready(int fd, const Status& st) {
+  if (fd < 0) return;
+  std::string msg = st.is_ok() ? "0" : "1" + st.message();
+  [[maybe_unused]] ssize_t n = ::write(fd, msg.data(), msg.size());
+  ::close(fd);
+}
+
+int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint, int ready_fd) {
+  auto daemon = build_daemon(a, src, std::move(config));
+  if (!daemon.is_ok()) {
+    send_ready(ready_fd, daemon.status());
+    if (ready_fd < 0) print_error(daemon.status().message());
+    return kExitFailure;
+  }
+  FuseOptions fo;
+  fo.mountpoint = mountpoint;
+  fo.fsname = "s3://" + src.bucket + (src.prefix.empty() ? "" : "/" + src.prefix);
+  for (char& c : fo.fsname) {
+    if (c == ',' || c == ' ' || c == '\\') c = '_';  // not allowed in the mount's source field
+  }
+  fo.allow_other = a.allow_other;
+  fo.read_only = true;
+  fo.entry_timeout_sec = a.metadata_ttl_sec;
+  fo.attr_timeout_sec = a.metadata_ttl_sec;
+  fo.negative_timeout_sec = a.metadata_ttl_sec;
+  bool reported = false;
+  int rc = run_fuse(*daemon->fs, fo, [&](const Status& st) {
+    if (st.is_ok()) log::info("mounted {} at {}", fo.fsname, mountpoint);
+    else log::error("mount failed: {}", st.message());
+    if (!st.is_ok() && ready_fd < 0) print_error(st.message());
+    send_ready(ready_fd, st);
+    ready_fd = -1;
+    reported = true;
+  });
+  if (!reported) send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
+  log::info("unmounted {}", mountpoint);
+  return rc == 0 ? kExitOk : kExitFailure;
+}
+
+// Waits for the child's readiness message; returns the exit status for the parent.
+int wait_ready(int fd, pid_t child) {
+  std::string msg;
+  char buf[512];
+  pollfd p{fd, POLLIN, 0};
+  // A mount that is not answering after two minutes is reported rather than waited for.
+  constexpr int kTimeoutMs = 120'000;
+  while (true) {
+    int r = ::poll(&p, 1, kTimeoutMs);
+    if (r == 0) {
+      print_error("the mount did not become ready within 120 s (daemon pid " + std::to_string(child) + ")");
+      return kExitFailure;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    msg.append(buf, static_cast<size_t>(n));
+  }
+  if (msg == "0") return kExitOk;
+  print_error(msg.empty() ? "the mount daemon exited before the mount was ready" : msg.substr(1));
+  return kExitFailure;
+}
+
+}  // namespace
+
+void print_error(const std::string& message) { std::fprintf(stderr, "warmfs: %s\n", message.c_str()); }
+
+int run_mount(const MountArgs& a) {
+  log::Level level;
+  log::parse_level(a.log_level, &level);
+  log::set_level(level);
+  if (!a.log_file.empty() && !log::set_file(a.log_file)) {
+    print_error("cannot open log file " + a.log_file + ": " + std::strerror(errno));
+    return kExitFailure;
+  }
+  if (a.memory_cache_bytes < 16 * kMiB) {
+    print_error("--memory-cache-size must be at least 16M");
+    return kExitUsage;
+  }
+  auto src = parse_source(a.source);
+  if (!src.is_ok()) {
+    print_error(src.status().message());
+    return kExitUsage;
+  }
+  char resolved[PATH_MAX];
+  struct stat st {};
+  if (::realpath(a.mountpoint.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) {
+    print_error("mountpoint " + a.mountpoint + ": " + std::strerror(errno));
+    return kExitFailure;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    print_error("mountpoint " + a.mountpoint + " is not a directory");
+    return kExitFailure;
+  }
+  const std::string mountpoint = resolved;
+
+  auto config = make_s3_config(a, *src);
+  if (!config.is_ok()) {
+    print_error(config.status().message());
+    return kExitFailure;
+  }
+  const std::string what = "s3://" + src->bucket + (src->prefix.empty() ? "" : "/" + src->prefix);
+  {
+    // Check before mounting: the endpoint answers, the bucket exists, the credentials work.
+    // Few retries and short timeouts, so a wrong endpoint is reported in seconds.
+    S3Config check = *config;
+    check.retry.max_attempts = 2;
+    check.http.connect_timeout = std::chrono::milliseconds(3000);
+    check.http.request_timeout = std::chrono::seconds(20);
+    auto store = S3ObjectStore::create(check, SystemClock::instance());
+    if (!store.is_ok()) {
+      print_error(store.status().message());
+      return kExitFailure;
+    }
+    ListRequest req;
+    req.prefix = src->prefix;
+    req.max_keys = 1;
+    auto page = (*store)->list(req);
+    if (!page.is_ok()) {
+      const std::string endpoint = (*store)->config().endpoint.empty() ? "the S3 endpoint" : (*store)->config().endpoint;
+      print_error(explain_check_failure(page.status(), what, endpoint));
+      return kExitFailure;
+    }
+  }
+
+  if (a.foreground) return serve(a, *src, std::move(*config), mountpoint, -1);
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    print_error(std::string("pipe: ") + std::strerror(errno));
+    return kExitFailure;
+  }
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    print_error(std::string("fork: ") + std::strerror(errno));
+    return kExitFailure;
+  }
+  if (pid > 0) {
+    ::close(fds[1]);
+    return wait_ready(fds[0], pid);
+  }
+  // The daemon: its own session, no terminal, logs to the file or syslog.
+  ::close(fds[0]);
+  ::setsid();
+  if (::chdir("/") != 0) { /* the mountpoint is absolute; nothing depends on the cwd */ }
+  int null = ::open("/dev/null", O_RDWR);
+  if (null >= 0) {
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
+    if (null > STDERR_FILENO) ::close(null);
+  }
+  if (a.log_file.empty()) log::use_syslog();
+  ::_exit(serve(a, *src, std::move(*config), mountpoint, fds[1]));
+}
+
+}  // namespace warmfs::cli

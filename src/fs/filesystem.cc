@@ -1,0 +1,144 @@
+#include "fs/filesystem.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+
+namespace warmfs {
+
+Filesystem::Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache,
+                       ObjectStore& store, Clock& clock, FsOptions options)
+    : meta_(meta),
+      read_path_(read_path),
+      memory_cache_(memory_cache),
+      store_(store),
+      clock_(clock),
+      options_(std::move(options)),
+      started_(clock.now()) {}
+
+Attr Filesystem::attr_from(const NodeAttr& n) const {
+  Attr a;
+  a.ino = n.ino;
+  a.is_dir = n.is_dir;
+  a.size = n.size;
+  a.mtime_sec = n.mtime_sec;
+  a.uid = options_.uid;
+  a.gid = options_.gid;
+  a.mode = n.is_dir ? (S_IFDIR | (options_.dir_mode & 07777)) : (S_IFREG | (options_.file_mode & 07777));
+  a.nlink = n.is_dir ? 2 : 1;
+  return a;
+}
+
+Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));
+  return attr_from(n);
+}
+
+void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
+  meta_.forget(ino, nlookup);
+  if (meta_.getattr(ino).is_ok()) return;
+  std::lock_guard lock(open_mu_);
+  last_open_etag_.erase(ino);
+}
+
+Result<Attr> Filesystem::getattr(uint64_t ino) {
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
+  return attr_from(n);
+}
+
+Result<DirListingPtr> Filesystem::opendir(uint64_t ino) { return meta_.list(ino); }
+
+Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0) {
+    WARMFS_RETURN_IF_ERROR(check_writable());
+  }
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.revalidate_file(ino));
+  if (n.is_dir) return Status(Errc::kInvalidArgument, "is a directory");
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
+  opens_.fetch_add(1, std::memory_order_relaxed);
+  OpenResult r;
+  {
+    std::lock_guard lock(open_mu_);
+    auto [it, inserted] = last_open_etag_.try_emplace(ino, n.etag);
+    r.keep_cache = !inserted && it->second == n.etag && !n.etag.empty();
+    it->second = n.etag;
+  }
+  ObjectVersion v{std::move(key), n.etag, n.size};
+  auto reader = read_path_.open(v);
+  r.handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
+  return r;
+}
+
+Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<std::byte> out) {
+  const auto start = clock_.now();
+  read_requests_.fetch_add(1, std::memory_order_relaxed);
+  auto r = handle.reader().read(offset, out);
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start);
+  read_latency_us_.record(static_cast<uint64_t>(us.count()));
+  if (!r.is_ok()) {
+    read_errors_.fetch_add(1, std::memory_order_relaxed);
+    log::warn("read of {} at {} failed: {}", handle.version().key, offset, r.status().to_string());
+    return r;
+  }
+  bytes_read_.fetch_add(*r, std::memory_order_relaxed);
+  return r;
+}
+
+StatfsResult Filesystem::statfs() const {
+  // A bucket has no size limit; report a large, constant filesystem so tools that check
+  // free space (rsync, installers) proceed.
+  StatfsResult s;
+  s.block_size = 4096;
+  s.blocks = 1ull << 40;
+  s.blocks_free = options_.read_only ? 0 : s.blocks;
+  s.files = 1ull << 32;
+  s.files_free = options_.read_only ? 0 : s.files;
+  return s;
+}
+
+Result<std::string> Filesystem::getxattr(uint64_t ino, std::string_view name) {
+  if (ino == kRootIno && name == kStatsXattr) return stats_json();
+  if (ino == kRootIno && name == kPidXattr) return std::to_string(::getpid());
+  return Status(Errc::kNotFound, "no such attribute");
+}
+
+Status Filesystem::check_writable() const {
+  return Status(Errc::kReadOnly, "warmfs mounts are read-only in this version");
+}
+
+std::string Filesystem::stats_json() const {
+  const ObjectStoreCounters sc = store_.counters();
+  const ReadPathCounters rc = read_path_.counters();
+  const BlockCacheCounters mc = memory_cache_.counters();
+  const MetaCounters meta = meta_.counters();
+  const auto uptime = std::chrono::duration<double>(clock_.now() - started_).count();
+  nlohmann::json j;
+  j["bytes_read"] = bytes_read_.load();
+  j["memory_hit_bytes"] = rc.cache_hit_bytes;
+  j["bucket_bytes_read"] = sc.bytes_read;
+  j["bucket_requests"] = {{"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
+  j["bucket_retries"] = sc.retries;
+  j["bucket_errors"] = sc.errors;
+  j["read_latency_us"] = {{"p50", read_latency_us_.percentile(50)}, {"p99", read_latency_us_.percentile(99)}};
+  j["read_requests"] = read_requests_.load();
+  j["read_errors"] = read_errors_.load();
+  j["opens"] = opens_.load();
+  j["memory_cache"] = {{"used_bytes", mc.used_bytes},
+                       {"capacity_bytes", mc.capacity_bytes},
+                       {"evicted_bytes", mc.evicted_bytes},
+                       {"hit_ratio", (mc.hits + mc.misses) ? double(mc.hits) / double(mc.hits + mc.misses) : 0.0}};
+  j["readahead"] = {{"prefetched_chunks", rc.prefetched_chunks},
+                    {"wasted_chunks", rc.prefetch_wasted_chunks},
+                    {"inflight_bytes", rc.inflight_bytes}};
+  j["metadata"] = {{"nodes", meta.nodes}, {"listing_cache_hits", meta.listing_cache_hits},
+                   {"skipped_keys", meta.skipped_keys}};
+  j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
+  j["uptime_seconds"] = uptime;
+  return j.dump();
+}
+
+}  // namespace warmfs

@@ -1,0 +1,395 @@
+#define FUSE_USE_VERSION 314
+#include "fuse/fuse_adapter.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/errno_map.h"
+#include "common/log.h"
+
+namespace warmfs {
+namespace {
+
+struct Session {
+  Filesystem& fs;
+  const FuseOptions& options;
+};
+
+Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
+
+struct stat to_stat(const Attr& a) {
+  struct stat st {};
+  st.st_ino = a.ino;
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_size = static_cast<off_t>(a.size);
+  st.st_blksize = 1 << 20;
+  st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  st.st_mtim.tv_sec = a.mtime_sec;
+  st.st_atim = st.st_mtim;
+  st.st_ctim = st.st_mtim;
+  return st;
+}
+
+fuse_entry_param to_entry(const Session& s, const Attr& a) {
+  fuse_entry_param e{};
+  e.ino = a.ino;
+  e.generation = 1;
+  e.attr = to_stat(a);
+  e.attr_timeout = s.options.attr_timeout_sec;
+  e.entry_timeout = s.options.entry_timeout_sec;
+  return e;
+}
+
+void reply_status(fuse_req_t req, const Status& st) { fuse_reply_err(req, to_errno(st)); }
+
+void op_init(void* userdata, fuse_conn_info* conn) {
+  auto* s = static_cast<Session*>(userdata);
+  const unsigned req_bytes = s->options.max_request_bytes;
+  // libfuse derives max_pages from max_write, and refuses the session unless max_read
+  // matches the max_read mount option.
+  conn->max_write = req_bytes;
+  conn->max_read = req_bytes;
+  conn->max_readahead = s->options.read_ahead_kb * 1024;
+  conn->max_background = 64;
+  conn->congestion_threshold = 48;
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  // Page-cache coherence is ours to manage with keep_cache per open (by ETag).
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  Session& s = session_of(req);
+  auto r = s.fs.lookup(parent, name);
+  if (r.is_ok()) {
+    fuse_entry_param e = to_entry(s, *r);
+    fuse_reply_entry(req, &e);
+  } else if (r.code() == Errc::kNotFound) {
+    // A negative entry the kernel may cache for the negative timeout.
+    fuse_entry_param e{};
+    e.ino = 0;
+    e.entry_timeout = s.options.negative_timeout_sec;
+    fuse_reply_entry(req, &e);
+  } else {
+    log::warn("lookup of {:?} failed: {}", name, r.status().to_string());
+    reply_status(req, r.status());
+  }
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  session_of(req).fs.forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  Session& s = session_of(req);
+  for (size_t i = 0; i < count; ++i) s.fs.forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
+  Session& s = session_of(req);
+  auto r = s.fs.getattr(ino);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  struct stat st = to_stat(*r);
+  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto r = session_of(req).fs.opendir(ino);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fi->fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
+  if (fuse_reply_open(req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
+}
+
+// Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
+void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+  Session& s = session_of(req);
+  const DirListing& listing = **reinterpret_cast<DirListingPtr*>(fi->fh);
+  std::vector<char> buf(size);
+  size_t used = 0;
+  const size_t total = listing.entries.size() + 2;
+  for (size_t i = static_cast<size_t>(off); i < total; ++i) {
+    const char* name;
+    struct stat st {};
+    fuse_entry_param e{};
+    const DirEntry* entry = nullptr;
+    if (i == 0) {
+      name = ".";
+      st.st_ino = ino;
+      st.st_mode = S_IFDIR;
+    } else if (i == 1) {
+      name = "..";
+      st.st_ino = s.fs.parent_of(ino);
+      st.st_mode = S_IFDIR;
+    } else {
+      entry = &listing.entries[i - 2];
+      name = entry->name.c_str();
+      st.st_mode = entry->is_dir ? S_IFDIR : S_IFREG;
+    }
+    char* dst = buf.data() + used;
+    const size_t room = size - used;
+    size_t need;
+    if (!plus) {
+      need = fuse_add_direntry(req, dst, room, name, &st, static_cast<off_t>(i + 1));
+      if (need > room) break;
+    } else {
+      e.attr = st;
+      // Check the entry fits before looking it up: a lookup counts a reference the kernel
+      // only learns of if the entry reaches it.
+      need = fuse_add_direntry_plus(req, nullptr, 0, name, &e, 0);
+      if (need > room) break;
+      if (entry != nullptr) {
+        auto r = s.fs.lookup(ino, entry->name);
+        if (r.is_ok()) e = to_entry(s, *r);  // else: a name only, no attributes (ino 0)
+      }
+      fuse_add_direntry_plus(req, dst, room, name, &e, static_cast<off_t>(i + 1));
+    }
+    used += need;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  do_readdir(req, ino, size, off, fi, false);
+}
+
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  do_readdir(req, ino, size, off, fi, true);
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  delete reinterpret_cast<DirListingPtr*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto r = session_of(req).fs.open(ino, fi->flags);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fi->keep_cache = r->keep_cache ? 1 : 0;
+  fi->fh = reinterpret_cast<uint64_t>(r->handle.release());
+  if (fuse_reply_open(req, fi) == -ENOENT) delete reinterpret_cast<FileHandle*>(fi->fh);
+}
+
+void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
+  Session& s = session_of(req);
+  auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
+  // One buffer per FUSE worker thread, reused across reads.
+  thread_local std::vector<std::byte> buf;
+  if (buf.size() < size) buf.resize(size);
+  auto r = s.fs.read(*handle, static_cast<uint64_t>(off), std::span<std::byte>(buf.data(), size));
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *r);
+}
+
+void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  delete reinterpret_cast<FileHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
+  StatfsResult r = session_of(req).fs.statfs();
+  struct statvfs st {};
+  st.f_bsize = r.block_size;
+  st.f_frsize = r.block_size;
+  st.f_blocks = r.blocks;
+  st.f_bfree = r.blocks_free;
+  st.f_bavail = r.blocks_free;
+  st.f_files = r.files;
+  st.f_ffree = r.files_free;
+  st.f_favail = r.files_free;
+  st.f_namemax = r.name_max;
+  fuse_reply_statfs(req, &st);
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  auto r = session_of(req).fs.getxattr(ino, name);
+  if (!r.is_ok()) {
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
+  const std::string& v = *r;
+  if (size == 0) {
+    // Counters may grow between the size probe and the read: leave room.
+    fuse_reply_xattr(req, v.size() + 1024);
+  } else if (size < v.size()) {
+    fuse_reply_err(req, ERANGE);
+  } else {
+    fuse_reply_buf(req, v.data(), v.size());
+  }
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t /*ino*/, size_t size) {
+  // The stats attributes are not listed, so cp -a and rsync -X do not copy them.
+  if (size == 0) fuse_reply_xattr(req, 0);
+  else fuse_reply_buf(req, nullptr, 0);
+}
+
+void reply_read_only(fuse_req_t req) { reply_status(req, session_of(req).fs.check_writable()); }
+
+void op_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { reply_read_only(req); }
+void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { reply_read_only(req); }
+void op_unlink(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
+void op_rmdir(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
+void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { reply_read_only(req); }
+void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { reply_read_only(req); }
+void op_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
+  reply_read_only(req);
+}
+void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { reply_read_only(req); }
+void op_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { reply_read_only(req); }
+void op_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
+  reply_read_only(req);
+}
+void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { reply_read_only(req); }
+void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
+
+fuse_lowlevel_ops make_ops() {
+  fuse_lowlevel_ops ops{};
+  ops.init = op_init;
+  ops.lookup = op_lookup;
+  ops.forget = op_forget;
+  ops.forget_multi = op_forget_multi;
+  ops.getattr = op_getattr;
+  ops.opendir = op_opendir;
+  ops.readdir = op_readdir;
+  ops.readdirplus = op_readdirplus;
+  ops.releasedir = op_releasedir;
+  ops.open = op_open;
+  ops.read = op_read;
+  ops.release = op_release;
+  ops.statfs = op_statfs;
+  ops.getxattr = op_getxattr;
+  ops.listxattr = op_listxattr;
+  ops.mkdir = op_mkdir;
+  ops.mknod = op_mknod;
+  ops.unlink = op_unlink;
+  ops.rmdir = op_rmdir;
+  ops.symlink = op_symlink;
+  ops.link = op_link;
+  ops.rename = op_rename;
+  ops.create = op_create;
+  ops.setattr = op_setattr;
+  ops.write = op_write;
+  ops.setxattr = op_setxattr;
+  ops.removexattr = op_removexattr;
+  return ops;
+}
+
+// The mount's device number "major:minor" from /proc/self/mountinfo (no FUSE request).
+std::string mount_device(const std::string& mountpoint) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  std::string found;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point;
+    fields >> id >> parent >> dev >> root >> point;
+    if (point == mountpoint) found = dev;  // the last match is the top of the stack
+  }
+  return found;
+}
+
+void raise_read_ahead(const FuseOptions& options) {
+  const std::string dev = mount_device(options.mountpoint);
+  if (dev.empty()) return;
+  const std::string path = "/sys/class/bdi/" + dev + "/read_ahead_kb";
+  std::ofstream out(path);
+  out << options.read_ahead_kb;
+  out.flush();
+  if (!out) log::info("could not raise kernel read-ahead ({}): reads go at 128 KiB", path);
+}
+
+}  // namespace
+
+int run_fuse(Filesystem& fs, const FuseOptions& options,
+             const std::function<void(const Status&)>& on_ready) {
+  std::string mount_opts = "fsname=" + options.fsname + ",subtype=warmfs,default_permissions";
+  mount_opts += ",max_read=" + std::to_string(options.max_request_bytes);
+  if (options.read_only) mount_opts += ",ro";
+  if (options.allow_other) mount_opts += ",allow_other";
+  std::vector<std::string> argv_s = {"warmfs", "-o", mount_opts};
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+
+  Session session{fs, options};
+  fuse_lowlevel_ops ops = make_ops();
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &session);
+  if (se == nullptr) {
+    on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
+    return 1;
+  }
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    on_ready(Status(Errc::kInternal, "cannot install signal handlers"));
+    return 1;
+  }
+  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    on_ready(Status(Errc::kIo, "cannot mount on " + options.mountpoint +
+                                   " (is /dev/fuse there, and the mountpoint an empty directory?)"));
+    return 1;
+  }
+  raise_read_ahead(options);
+  // Report readiness once the mount answers: a stat of the root is served by the loop.
+  std::thread ready([&options, &on_ready] {
+    struct stat st {};
+    if (::stat(options.mountpoint.c_str(), &st) == 0) {
+      on_ready(Status::ok());
+    } else {
+      on_ready(Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
+    }
+  });
+
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 1);
+  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
+  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
+  int rc = fuse_session_loop_mt(se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  ready.join();
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  return rc == 0 ? 0 : 1;
+}
+
+Status unmount_path(const std::string& path) {
+  if (::umount2(path.c_str(), 0) == 0) return Status::ok();
+  const int err = errno;
+  if (err == EINVAL) return Status(Errc::kInvalidArgument, path + " is not a mount point");
+  if (err == EBUSY) return Status(Errc::kIo, path + " is busy (a process has files open there)");
+  if (err != EPERM) return Status(Errc::kIo, std::string("cannot unmount ") + path + ": " + std::strerror(err));
+  // Not root: the setuid helper unmounts mounts the user made.
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execlp("fusermount3", "fusermount3", "-u", path.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int wstatus = 0;
+  if (pid < 0 || ::waitpid(pid, &wstatus, 0) < 0 || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    return Status(Errc::kIo, "fusermount3 -u " + path + " failed");
+  }
+  return Status::ok();
+}
+
+}  // namespace warmfs

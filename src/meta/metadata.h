@@ -1,0 +1,148 @@
+// Metadata: the namespace a bucket presents as a tree of directories and files.
+//
+// Keys map to paths below the mount's prefix; "/"-separated prefixes are directories, both
+// implicit ones and "dir/" marker objects. Every path seen gets an inode number that is
+// never reused during the mount; the kernel's lookup counts are tracked and a node is
+// dropped when the kernel forgets it.
+//
+// Directory listings come from ListObjectsV2 with a delimiter, paged, and are cached for
+// the metadata TTL; lookups inside a freshly listed directory are answered from the listing
+// (so `ls -lR` costs LIST requests only, never a HEAD per file). A lookup outside a cached
+// listing costs a HEAD, then, if there is no such object, a one-key LIST for a directory.
+// Keys that cannot be names (empty segments, ".", "..", names over 255 bytes) are skipped
+// with a log line. Where a key is both a file and a directory prefix, the directory wins.
+//
+// Thread safe: one mutex guards the inode table and the listing cache; object-store
+// requests are made without holding it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "objstore/object_store.h"
+#include "warmfs/result.h"
+
+namespace warmfs {
+
+inline constexpr uint64_t kRootIno = 1;
+inline constexpr size_t kMaxNameBytes = 255;
+
+struct MetaOptions {
+  // Key prefix the mount shows as its root: "" or "sub/dir/" (always ends in '/').
+  std::string prefix;
+  // How long listings and attributes are trusted before asking the bucket again.
+  std::chrono::milliseconds ttl{60'000};
+  // mtime reported for directories (they have none in S3): the mount time.
+  int64_t dir_mtime_sec = 0;
+};
+
+// Attributes of one node, as the filesystem reports them.
+struct NodeAttr {
+  uint64_t ino = 0;
+  bool is_dir = false;
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  std::string etag;  // files only
+};
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  std::string etag;
+};
+
+// One directory's entries, sorted by name, as listed at one moment.
+struct DirListing {
+  std::vector<DirEntry> entries;
+  std::chrono::steady_clock::time_point listed_at;
+  const DirEntry* find(std::string_view name) const;
+};
+using DirListingPtr = std::shared_ptr<const DirListing>;
+
+struct MetaCounters {
+  uint64_t nodes = 0;
+  uint64_t listing_cache_hits = 0;
+  uint64_t skipped_keys = 0;
+};
+
+// True if `name` can be a path component: not empty, ".", "..", no '/', at most 255 bytes.
+bool is_valid_name(std::string_view name);
+
+class Metadata {
+ public:
+  Metadata(ObjectStore& store, Clock& clock, MetaOptions options);
+
+  // Finds `name` in directory `parent` and counts one kernel reference to it.
+  // kNotFound when absent; kInvalidArgument for names that cannot exist.
+  Result<NodeAttr> lookup(uint64_t parent, std::string_view name);
+  // Drops n kernel references; the node is forgotten at zero (the root never is).
+  void forget(uint64_t ino, uint64_t n);
+  // Attributes of a known node, as last seen (revalidated only when older than the TTL).
+  Result<NodeAttr> getattr(uint64_t ino);
+  // Attributes of a file for open(): revalidated with a HEAD when older than the TTL, so an
+  // open after the TTL sees a replaced object. kNotFound if it has gone.
+  Result<NodeAttr> revalidate_file(uint64_t ino);
+  // The entries of a directory, from the cache when fresh.
+  Result<DirListingPtr> list(uint64_t dir_ino);
+  // Inode of a node's parent directory (the root is its own parent).
+  uint64_t parent_of(uint64_t ino) const;
+  // Full object key of a node.
+  Result<std::string> key_of(uint64_t ino);
+
+  MetaCounters counters() const;
+  const MetaOptions& options() const { return options_; }
+
+ private:
+  struct Node {
+    uint64_t ino = 0;
+    uint64_t parent = 0;
+    std::string path;  // relative to the prefix: "" for the root, "a/b" below it
+    bool is_dir = false;
+    uint64_t size = 0;
+    int64_t mtime_sec = 0;
+    std::string etag;
+    std::chrono::steady_clock::time_point validated_at;
+    uint64_t nlookup = 0;
+  };
+  struct CachedListing {
+    DirListingPtr listing;
+  };
+
+  // Path of a child: "a" + "b" -> "a/b".
+  static std::string child_path(std::string_view parent, std::string_view name);
+  std::string file_key(std::string_view path) const { return options_.prefix + std::string(path); }
+  std::string dir_key(std::string_view path) const;
+  bool fresh(std::chrono::steady_clock::time_point t) const;
+
+  Result<DirListingPtr> fetch_listing(const std::string& dir_path);
+  // Asks the bucket what `path` is: a file (HEAD) or a directory (one-key LIST).
+  Result<DirEntry> probe(const std::string& path, std::string_view name);
+  // Inserts or refreshes the node for path and counts a reference. Locks mu_.
+  // seen_at is when the bucket said so (a listing's time, or now).
+  NodeAttr upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
+                       std::chrono::steady_clock::time_point seen_at);
+  static NodeAttr attr_of(const Node& n, int64_t dir_mtime);
+
+  ObjectStore& store_;
+  Clock& clock_;
+  const MetaOptions options_;
+
+  mutable std::mutex mu_;  // protects everything below
+  uint64_t next_ino_ = kRootIno + 1;
+  std::unordered_map<uint64_t, Node> nodes_;
+  std::unordered_map<std::string, uint64_t> ino_by_path_;
+  std::unordered_map<std::string, CachedListing> listings_;  // by directory path
+  uint64_t listing_cache_hits_ = 0;
+  uint64_t skipped_keys_ = 0;
+};
+
+}  // namespace warmfs

@@ -1,0 +1,285 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+#include <cstring>
+#include <map>
+#include <random>
+#include <set>
+
+#include "cache/memory_cache.h"
+#include "fs/filesystem.h"
+#include "support/fake_clock.h"
+#include "support/fault_injecting_store.h"
+#include "support/memory_object_store.h"
+
+using namespace warmfs;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string random_bytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+struct Fixture {
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  FaultInjectingStore store{bucket};
+  MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
+  std::unique_ptr<ReadPath> read_path;
+  std::unique_ptr<Metadata> meta;
+  std::unique_ptr<Filesystem> fs;
+
+  explicit Fixture(std::string prefix = "") {
+    ReadaheadOptions ro;
+    ro.fetch_threads = 4;
+    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
+    MetaOptions mo;
+    mo.prefix = prefix;
+    mo.ttl = 5s;
+    meta = std::make_unique<Metadata>(store, clock, mo);
+    FsOptions fo;
+    fo.bucket = "b";
+    fo.prefix = prefix;
+    fo.uid = 1000;
+    fo.gid = 100;
+    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, store, clock, fo);
+  }
+
+  // Resolves "a/b/c" from the root with lookups, as the kernel would.
+  Result<Attr> resolve(const std::string& path) {
+    uint64_t ino = kRootIno;
+    Result<Attr> attr = fs->getattr(kRootIno);
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t slash = path.find('/', start);
+      std::string name = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      attr = fs->lookup(ino, name);
+      if (!attr.is_ok()) return attr;
+      ino = attr->ino;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    return attr;
+  }
+
+  std::string read_all(FileHandle& h, uint64_t size, size_t piece) {
+    std::string out;
+    std::vector<std::byte> buf(piece);
+    for (uint64_t off = 0;; off += piece) {
+      auto n = fs->read(h, off, buf);
+      REQUIRE(n.is_ok());
+      out.append(reinterpret_cast<const char*>(buf.data()), *n);
+      if (*n < piece) break;
+    }
+    CHECK(out.size() == size);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("attributes carry the configured owner and modes", "[fs]") {
+  Fixture f;
+  f.bucket.put_object("d/file", "12345");
+  auto d = f.resolve("d");
+  REQUIRE(d.is_ok());
+  CHECK(d->mode == (S_IFDIR | 0555));
+  auto file = f.resolve("d/file");
+  REQUIRE(file.is_ok());
+  CHECK(file->mode == (S_IFREG | 0444));
+  CHECK(file->size == 5);
+  CHECK(file->uid == 1000);
+  CHECK(file->gid == 100);
+  CHECK(f.resolve("d/none").code() == Errc::kNotFound);
+}
+
+TEST_CASE("reads are byte-exact at every offset, length and piece size", "[fs]") {
+  Fixture f;
+  const std::string data = random_bytes(3 * kDefaultChunkSize + 12345, 7);
+  f.bucket.put_object("big", data);
+  f.bucket.put_object("empty", "");
+  auto attr = f.resolve("big");
+  REQUIRE(attr.is_ok());
+  auto opened = f.fs->open(attr->ino, O_RDONLY);
+  REQUIRE(opened.is_ok());
+  for (size_t piece : {4096ul, 131072ul, 1048576ul, 999999ul}) {
+    CHECK(f.read_all(*opened->handle, data.size(), piece) == data);
+  }
+  std::mt19937 rng(1);
+  std::vector<std::byte> buf(3 << 20);
+  for (int i = 0; i < 200; ++i) {
+    const uint64_t off = rng() % (data.size() + 100);
+    const size_t len = 1 + rng() % (2 << 20);
+    auto n = f.fs->read(*opened->handle, off, std::span(buf.data(), len));
+    REQUIRE(n.is_ok());
+    const size_t expect = off >= data.size() ? 0 : std::min<size_t>(len, data.size() - off);
+    REQUIRE(*n == expect);
+    REQUIRE(std::memcmp(buf.data(), data.data() + std::min<uint64_t>(off, data.size()), expect) == 0);
+  }
+  auto e = f.resolve("empty");
+  REQUIRE(e.is_ok());
+  auto eh = f.fs->open(e->ino, O_RDONLY);
+  REQUIRE(eh.is_ok());
+  CHECK(f.read_all(*eh->handle, 0, 4096).empty());
+}
+
+TEST_CASE("writes are refused with kReadOnly", "[fs]") {
+  Fixture f;
+  f.bucket.put_object("a", "1");
+  auto a = f.resolve("a");
+  REQUIRE(a.is_ok());
+  CHECK(f.fs->open(a->ino, O_WRONLY).code() == Errc::kReadOnly);
+  CHECK(f.fs->open(a->ino, O_RDWR).code() == Errc::kReadOnly);
+  CHECK(f.fs->open(a->ino, O_RDONLY | O_TRUNC).code() == Errc::kReadOnly);
+  CHECK(f.fs->check_writable().code() == Errc::kReadOnly);
+}
+
+TEST_CASE("keep_cache only while the ETag is unchanged", "[fs]") {
+  Fixture f;
+  f.bucket.put_object("obj", "version one");
+  auto a = f.resolve("obj");
+  REQUIRE(a.is_ok());
+  auto first = f.fs->open(a->ino, O_RDONLY);
+  REQUIRE(first.is_ok());
+  CHECK_FALSE(first->keep_cache);
+  auto second = f.fs->open(a->ino, O_RDONLY);
+  REQUIRE(second.is_ok());
+  CHECK(second->keep_cache);
+
+  f.bucket.put_object("obj", "version two, longer");
+  // The open handle keeps its version: its reads fail rather than mix versions.
+  std::vector<std::byte> buf(64);
+  f.memory.clear();
+  CHECK(f.fs->read(*second->handle, 0, buf).code() == Errc::kPreconditionFailed);
+
+  f.clock.advance(6s);  // past the metadata TTL
+  auto third = f.fs->open(a->ino, O_RDONLY);
+  REQUIRE(third.is_ok());
+  CHECK_FALSE(third->keep_cache);
+  CHECK(f.read_all(*third->handle, 19, 4096) == "version two, longer");
+  auto attr = f.fs->getattr(a->ino);
+  REQUIRE(attr.is_ok());
+  CHECK(attr->size == 19);
+}
+
+TEST_CASE("stats JSON has the documented keys and counts bucket bytes once", "[fs]") {
+  Fixture f;
+  const std::string data = random_bytes(2 * kDefaultChunkSize, 3);
+  f.bucket.put_object("x", data);
+  auto a = f.resolve("x");
+  REQUIRE(a.is_ok());
+  {
+    auto h = f.fs->open(a->ino, O_RDONLY);
+    REQUIRE(h.is_ok());
+    f.read_all(*h->handle, data.size(), 1 << 20);
+  }
+  {
+    auto h = f.fs->open(a->ino, O_RDONLY);
+    REQUIRE(h.is_ok());
+    f.read_all(*h->handle, data.size(), 1 << 20);
+  }
+  auto j = nlohmann::json::parse(f.fs->stats_json());
+  CHECK(j["bytes_read"].get<uint64_t>() == 2 * data.size());
+  CHECK(j["bucket_bytes_read"].get<uint64_t>() == data.size());
+  CHECK(j["memory_hit_bytes"].get<uint64_t>() >= data.size());
+  CHECK(j["bucket_requests"].contains("get"));
+  CHECK(j["bucket_requests"].contains("head"));
+  CHECK(j["bucket_requests"].contains("list"));
+  CHECK(j["read_latency_us"].contains("p50"));
+  CHECK(j["read_latency_us"].contains("p99"));
+  auto x = f.fs->getxattr(kRootIno, kStatsXattr);
+  REQUIRE(x.is_ok());
+  CHECK(nlohmann::json::parse(*x).contains("bytes_read"));
+  CHECK(f.fs->getxattr(a->ino, kStatsXattr).code() == Errc::kNotFound);
+}
+
+TEST_CASE("a failing bucket gives an error, then recovers", "[fs]") {
+  Fixture f;
+  f.bucket.put_object("x", random_bytes(100000, 5));
+  auto a = f.resolve("x");
+  REQUIRE(a.is_ok());
+  auto h = f.fs->open(a->ino, O_RDONLY);
+  REQUIRE(h.is_ok());
+  f.store.fail_next(FaultInjectingStore::Op::kGetRange, 1, Status(Errc::kIo, "500 InternalError"));
+  std::vector<std::byte> buf(4096);
+  CHECK(f.fs->read(*h->handle, 0, buf).code() == Errc::kIo);
+  auto n = f.fs->read(*h->handle, 0, buf);
+  REQUIRE(n.is_ok());
+  CHECK(*n == 4096);
+}
+
+// A randomized reference-model test: random trees, random walks of lookups, listings and
+// reads, each checked against the plain map of keys that made the tree.
+TEST_CASE("model: the core agrees with a map of keys", "[fs][model]") {
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    Fixture f;
+    std::mt19937 rng(seed);
+    std::map<std::string, std::string> model;  // path -> bytes, files only
+    const char* names[] = {"a", "b", "c", "data", "x.bin"};
+    for (int i = 0; i < 30; ++i) {
+      std::string path;
+      const int depth = 1 + rng() % 3;
+      for (int d = 0; d < depth; ++d) path += (d ? "/" : "") + std::string(names[rng() % 5]) + std::to_string(d);
+      bool clash = false;  // keep files and directories apart, as a model of a clean bucket
+      for (auto& [k, v] : model) {
+        if (k.rfind(path + "/", 0) == 0 || path.rfind(k + "/", 0) == 0) clash = true;
+      }
+      if (clash) continue;
+      model[path] = random_bytes(rng() % (3 * kDefaultChunkSize), seed * 100 + i);
+      f.bucket.put_object(path, model[path]);
+    }
+    for (auto& [path, bytes] : model) {
+      auto attr = f.resolve(path);
+      REQUIRE(attr.is_ok());
+      REQUIRE_FALSE(attr->is_dir);
+      REQUIRE(attr->size == bytes.size());
+      auto h = f.fs->open(attr->ino, O_RDONLY);
+      REQUIRE(h.is_ok());
+      std::vector<std::byte> buf(1 << 20);
+      for (int r = 0; r < 5; ++r) {
+        const uint64_t off = bytes.empty() ? 0 : rng() % bytes.size();
+        const size_t len = 1 + rng() % buf.size();
+        auto n = f.fs->read(*h->handle, off, std::span(buf.data(), len));
+        REQUIRE(n.is_ok());
+        const size_t expect = std::min<size_t>(len, bytes.size() - off);
+        REQUIRE(*n == expect);
+        REQUIRE(std::memcmp(buf.data(), bytes.data() + off, expect) == 0);
+      }
+    }
+    // Every directory's listing is exactly the next path segments of the model's keys.
+    std::map<std::string, std::set<std::string>> dirs;
+    for (auto& [path, bytes] : model) {
+      std::string parent;
+      size_t start = 0;
+      while (true) {
+        size_t slash = path.find('/', start);
+        std::string seg = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        dirs[parent].insert(seg + (slash == std::string::npos ? "" : "/"));
+        if (slash == std::string::npos) break;
+        parent = path.substr(0, slash);
+        start = slash + 1;
+      }
+    }
+    for (auto& [dir, expect] : dirs) {
+      uint64_t ino = kRootIno;
+      if (!dir.empty()) {
+        auto a = f.resolve(dir);
+        REQUIRE(a.is_ok());
+        REQUIRE(a->is_dir);
+        ino = a->ino;
+      }
+      auto l = f.fs->opendir(ino);
+      REQUIRE(l.is_ok());
+      std::set<std::string> got;
+      for (auto& e : (*l)->entries) got.insert(e.name + (e.is_dir ? "/" : ""));
+      REQUIRE(got == expect);
+    }
+  }
+}

@@ -1,0 +1,170 @@
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "meta/metadata.h"
+#include "support/fake_clock.h"
+#include "support/fault_injecting_store.h"
+#include "support/memory_object_store.h"
+
+using namespace warmfs;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Fixture {
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  FaultInjectingStore store{bucket};
+  std::unique_ptr<Metadata> meta;
+
+  explicit Fixture(std::string prefix = "") {
+    MetaOptions o;
+    o.prefix = std::move(prefix);
+    o.ttl = 10s;
+    meta = std::make_unique<Metadata>(store, clock, o);
+  }
+  std::vector<std::string> names(uint64_t dir) {
+    auto l = meta->list(dir);
+    REQUIRE(l.is_ok());
+    std::vector<std::string> out;
+    for (auto& e : (*l)->entries) out.push_back(e.name + (e.is_dir ? "/" : ""));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("keys become a tree of implicit and marker directories", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("a.txt", "hello");
+  f.bucket.put_object("dir/x", "xx");
+  f.bucket.put_object("dir/sub/y", "yyy");
+  f.bucket.put_object("marker/", "");
+  CHECK(f.names(kRootIno) == std::vector<std::string>{"a.txt", "dir/", "marker/"});
+
+  auto dir = f.meta->lookup(kRootIno, "dir");
+  REQUIRE(dir.is_ok());
+  CHECK(dir->is_dir);
+  CHECK(f.names(dir->ino) == std::vector<std::string>{"sub/", "x"});
+  auto marker = f.meta->lookup(kRootIno, "marker");
+  REQUIRE(marker.is_ok());
+  CHECK(marker->is_dir);
+  CHECK(f.names(marker->ino).empty());
+
+  auto a = f.meta->lookup(kRootIno, "a.txt");
+  REQUIRE(a.is_ok());
+  CHECK_FALSE(a->is_dir);
+  CHECK(a->size == 5);
+  CHECK(!a->etag.empty());
+  CHECK(f.meta->lookup(kRootIno, "missing").code() == Errc::kNotFound);
+}
+
+TEST_CASE("names that cannot be file names are skipped", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("ok", "1");
+  f.bucket.put_object("a//b", "2");
+  f.bucket.put_object("./c", "3");
+  f.bucket.put_object("../d", "4");
+  f.bucket.put_object(std::string(256, 'n'), "5");
+  f.bucket.put_object(std::string(255, 'm'), "6");
+  auto names = f.names(kRootIno);
+  CHECK(names == std::vector<std::string>{"a/", std::string(255, 'm'), "ok"});
+  auto a = f.meta->lookup(kRootIno, "a");
+  REQUIRE(a.is_ok());
+  CHECK(f.names(a->ino).empty());  // "a//b" has an empty segment
+  CHECK(f.meta->counters().skipped_keys >= 4);
+  CHECK(f.meta->lookup(kRootIno, "..").code() == Errc::kNotFound);
+  CHECK(f.meta->lookup(kRootIno, ".").code() == Errc::kNotFound);
+}
+
+TEST_CASE("a directory wins over a file of the same name", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("x", "file");
+  f.bucket.put_object("x/inner", "in");
+  CHECK(f.names(kRootIno) == std::vector<std::string>{"x/"});
+  Fixture g;
+  g.bucket.put_object("x", "file");
+  g.bucket.put_object("x/inner", "in");
+  auto x = g.meta->lookup(kRootIno, "x");  // no listing cached: HEAD, then LIST
+  REQUIRE(x.is_ok());
+  CHECK(x->is_dir);
+}
+
+TEST_CASE("lookups in a listed directory cost no request", "[meta]") {
+  Fixture f;
+  for (int i = 0; i < 50; ++i) f.bucket.put_object("d/f" + std::to_string(i), "x");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  REQUIRE(f.meta->list(d->ino).is_ok());
+  f.store.clear_calls();
+  for (int i = 0; i < 50; ++i) REQUIRE(f.meta->lookup(d->ino, "f" + std::to_string(i)).is_ok());
+  CHECK(f.meta->lookup(d->ino, "nope").code() == Errc::kNotFound);
+  CHECK(f.store.calls().empty());
+}
+
+TEST_CASE("listings page through continuation tokens", "[meta]") {
+  Fixture f;
+  for (int i = 0; i < 2500; ++i) f.bucket.put_object(fmt::format("k{:05}", i), "v");
+  CHECK(f.names(kRootIno).size() == 2500);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) >= 3);
+}
+
+TEST_CASE("a prefix mount shows only what is below the prefix", "[meta]") {
+  Fixture f("sub/dir/");
+  f.bucket.put_object("sub/dir/a", "1");
+  f.bucket.put_object("sub/dir/b/c", "2");
+  f.bucket.put_object("sub/other", "3");
+  f.bucket.put_object("top", "4");
+  CHECK(f.names(kRootIno) == std::vector<std::string>{"a", "b/"});
+  auto a = f.meta->lookup(kRootIno, "a");
+  REQUIRE(a.is_ok());
+  CHECK(*f.meta->key_of(a->ino) == "sub/dir/a");
+  CHECK(f.meta->lookup(kRootIno, "other").code() == Errc::kNotFound);
+}
+
+TEST_CASE("a replaced object is seen after the TTL", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("obj", "old");
+  auto a = f.meta->lookup(kRootIno, "obj");
+  REQUIRE(a.is_ok());
+  const std::string old_etag = a->etag;
+  f.bucket.put_object("obj", "newer bytes");
+  auto fresh = f.meta->revalidate_file(a->ino);
+  REQUIRE(fresh.is_ok());
+  CHECK(fresh->etag == old_etag);  // within the TTL: trusted
+  f.clock.advance(11s);
+  fresh = f.meta->revalidate_file(a->ino);
+  REQUIRE(fresh.is_ok());
+  CHECK(fresh->etag != old_etag);
+  CHECK(fresh->size == 11);
+  f.bucket.delete_object("obj");
+  f.clock.advance(11s);
+  CHECK(f.meta->revalidate_file(a->ino).code() == Errc::kNotFound);
+}
+
+TEST_CASE("inodes are stable while referenced and dropped when forgotten", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("a", "1");
+  auto first = f.meta->lookup(kRootIno, "a");
+  auto second = f.meta->lookup(kRootIno, "a");
+  REQUIRE(first.is_ok());
+  REQUIRE(second.is_ok());
+  CHECK(first->ino == second->ino);
+  f.meta->forget(first->ino, 1);
+  CHECK(f.meta->getattr(first->ino).is_ok());
+  f.meta->forget(first->ino, 1);
+  CHECK(f.meta->getattr(first->ino).code() == Errc::kNotFound);
+  auto third = f.meta->lookup(kRootIno, "a");
+  REQUIRE(third.is_ok());
+  CHECK(third->ino != first->ino);  // never reused
+  f.meta->forget(kRootIno, 100);
+  CHECK(f.meta->getattr(kRootIno).is_ok());
+}
+
+TEST_CASE("list errors propagate", "[meta]") {
+  Fixture f;
+  f.store.fail_next(FaultInjectingStore::Op::kList, 1, Status(Errc::kAccessDenied, "403 AccessDenied"));
+  CHECK(f.meta->list(kRootIno).code() == Errc::kAccessDenied);
+  CHECK(f.meta->list(kRootIno).is_ok());
+}
