@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -370,7 +371,9 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  return rc == 0 ? 0 : 1;
+  // The loop returns the number of the signal that ended it: a requested, clean stop.
+  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
+  return clean ? 0 : 1;
 }
 
 Status unmount_path(const std::string& path) {

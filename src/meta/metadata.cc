@@ -119,16 +119,11 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path) {
 }
 
 Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name) {
+  // One HEAD answers for a file. Only when there is no such object does a one-key LIST ask
+  // whether the path is a directory. (A key that is both a file and a prefix shows as a
+  // directory in listings; a lookup outside a cached listing finds the file.)
   auto head = store_.head(file_key(path));
-  if (head.is_ok()) {
-    // A key "x" may also be a prefix "x/": the directory wins, as in listings.
-    ListRequest req{dir_key(path), "/", "", 1};
-    auto page = store_.list(req);
-    if (page.is_ok() && (!page->objects.empty() || !page->common_prefixes.empty())) {
-      return DirEntry{std::string(name), true, 0, options_.dir_mtime_sec, ""};
-    }
-    return DirEntry{std::string(name), false, head->size, head->mtime_sec, head->etag};
-  }
+  if (head.is_ok()) return DirEntry{std::string(name), false, head->size, head->mtime_sec, head->etag};
   if (head.code() != Errc::kNotFound) return std::move(head).take_status();
   ListRequest req{dir_key(path), "/", "", 1};
   WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));

@@ -10,7 +10,8 @@
 // (so `ls -lR` costs LIST requests only, never a HEAD per file). A lookup outside a cached
 // listing costs a HEAD, then, if there is no such object, a one-key LIST for a directory.
 // Keys that cannot be names (empty segments, ".", "..", names over 255 bytes) are skipped
-// with a log line. Where a key is both a file and a directory prefix, the directory wins.
+// with a log line. Where a key is both a file and a directory prefix, listings show the
+// directory; a lookup outside a cached listing (one HEAD) finds the file.
 //
 // Thread safe: one mutex guards the inode table and the listing cache; object-store
 // requests are made without holding it.

@@ -1,0 +1,248 @@
+"""Keys become a directory tree: ls, stat, find; implicit dirs and dir/ markers; a directory bigger
+than one LIST page; bad keys skipped; a prefix mount; owner/mode options; a profile.
+
+All against moto with authentication on (every LIST and HEAD is SigV4-checked).
+"""
+
+import errno
+import os
+import stat
+import subprocess
+import unittest
+
+import harness
+
+MOTO: harness.MotoServer
+
+TREE = {
+    "README.md": b"# sample\n" * 11,
+    "data/shard-0000.tar": harness.make_data(300_000, 1),
+    "data/shard-0001.tar": harness.make_data(1_048_576, 2),
+    "data/shard-0002.tar": harness.make_data(1_048_577, 3),
+    "data/labels.csv": b"id,label\n" + b"".join(b"%d,%d\n" % (i, i % 7) for i in range(500)),
+    "data/empty.bin": b"",
+    "data/nested/deep/deeper/leaf.txt": b"leaf\n",  # three implicit dirs
+    "marker/": b"",  # a dir/ marker with content
+    "marker/inside.txt": b"inside\n",
+    "emptymarker/": b"",  # a dir/ marker alone: an empty directory
+    "both/": b"",
+    "both/sub/": b"",
+    "both/sub/x.txt": b"x",
+    "données/été.txt": "accents\n".encode(),
+}
+MANY = {f"many/item-{i:05d}.txt": b"%d\n" % i for i in range(1100)}  # > 1000: two LIST pages
+TREE_ALL = {**TREE, **MANY}
+
+
+def setUpModule():
+    harness.require("warmfs", "fuse", "moto")
+    global MOTO
+    MOTO = harness.start_server(unittest.addModuleCleanup, harness.MotoServer())
+    c = MOTO.client()
+    harness.create_bucket(c, "tree")
+    harness.put_many(c, "tree", TREE_ALL, threads=12)
+    assert len(harness.list_keys(c, "tree")) == len(TREE_ALL)
+
+
+def _sizes(objects):
+    return {k: len(v) for k, v in objects.items()}
+
+
+class Tree(harness.WarmfsTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.m = harness.mount(cls.addClassCleanup, MOTO, "s3://tree", name="tree")
+        cls.root = cls.m.path
+
+    def test_walk_matches_bucket(self):
+        expected = harness.expected_tree(_sizes(TREE_ALL))
+        got = harness.walk_tree(self.root)
+        self.assertEqual(sorted(set(expected) - set(got)), [], "missing from the mount")
+        self.assertEqual(sorted(set(got) - set(expected)), [], "not in the bucket")
+        self.assertEqual(got, expected)
+
+    def test_find(self):
+        run = subprocess.run(["find", str(self.root), "-printf", r"%P\t%y\t%s\n"],
+                             capture_output=True, timeout=60, env={"PATH": harness.BASE_PATH,
+                                                                   "LC_ALL": "C.UTF-8"})
+        self.assertEqual(run.returncode, 0, run.stderr.decode(errors="replace"))
+        got = {}
+        for line in run.stdout.decode().splitlines():
+            path, kind, size = line.split("\t")
+            if path:
+                got[path] = ("f", int(size)) if kind == "f" else (kind,)
+        self.assertEqual(got, harness.expected_tree(_sizes(TREE_ALL)))
+
+    def test_ls(self):
+        env = {"PATH": harness.BASE_PATH, "LC_ALL": "C"}
+        run = subprocess.run(["ls", "-1", str(self.root)], capture_output=True, timeout=30,
+                             env=env)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stdout.decode().splitlines(),
+                         sorted(["README.md", "data", "marker", "emptymarker", "both", "données",
+                                 "many"], key=lambda s: s.encode()))
+        run = subprocess.run(["ls", "-la", str(self.root / "data")], capture_output=True,
+                             timeout=30, env=env)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertRegex(run.stdout.decode(), r"300000 .* shard-0000\.tar")
+        names = run.stdout.decode().split()
+        self.assertEqual(names.count("."), 1)
+        self.assertEqual(names.count(".."), 1)
+
+    def test_stat_files_and_dirs(self):
+        for key, data in TREE.items():
+            if key.endswith("/"):
+                continue
+            with self.subTest(key=key):
+                st = os.stat(self.root / key)
+                self.assertTrue(stat.S_ISREG(st.st_mode), oct(st.st_mode))
+                self.assertEqual(st.st_size, len(data))
+                self.assertEqual(stat.S_IMODE(st.st_mode), 0o444)  # README default
+                self.assertEqual((st.st_uid, st.st_gid), (os.getuid(), os.getgid()))
+        for d in ["data", "data/nested", "data/nested/deep", "marker", "emptymarker", "both/sub",
+                  "données", "many", "."]:
+            with self.subTest(dir=d):
+                st = os.stat(self.root / d)
+                self.assertTrue(stat.S_ISDIR(st.st_mode), oct(st.st_mode))
+                self.assertEqual(stat.S_IMODE(st.st_mode), 0o555)  # README default
+
+    def test_missing_paths(self):
+        for path, err in [("nope", errno.ENOENT), ("data/nope.bin", errno.ENOENT),
+                          ("nodir/x", errno.ENOENT), ("README.md/x", errno.ENOTDIR),
+                          ("data/shard-0000", errno.ENOENT), ("marke", errno.ENOENT)]:
+            with self.subTest(path=path):
+                with self.assertRaises(OSError) as cm:
+                    os.stat(self.root / path)
+                self.assertEqual(cm.exception.errno, err)
+
+    def test_implicit_dirs_and_markers(self):
+        self.assertEqual(os.listdir(self.root / "data/nested"), ["deep"])
+        self.assertEqual(os.listdir(self.root / "data/nested/deep/deeper"), ["leaf.txt"])
+        self.assertEqual(os.listdir(self.root / "marker"), ["inside.txt"])
+        self.assertEqual(os.listdir(self.root / "emptymarker"), [])
+        self.assertEqual(os.listdir(self.root / "both"), ["sub"])
+        self.assertEqual(os.listdir(self.root / "both/sub"), ["x.txt"])
+        self.assertEqual((self.root / "marker/inside.txt").read_bytes(), b"inside\n")
+        self.assertEqual((self.root / "data/nested/deep/deeper/leaf.txt").read_bytes(), b"leaf\n")
+
+    def test_directory_of_two_list_pages(self):
+        names = os.listdir(self.root / "many")
+        self.assertEqual(len(names), len(MANY))
+        self.assertEqual(sorted(names), sorted(k.split("/")[1] for k in MANY))
+        last = max(MANY)
+        self.assertEqual((self.root / last).read_bytes(), MANY[last])
+
+    def test_reads_small_files(self):
+        for key in ["README.md", "data/labels.csv", "data/empty.bin", "données/été.txt"]:
+            with self.subTest(key=key):
+                self.assertEqual((self.root / key).read_bytes(), TREE[key])
+
+
+BAD_KEYS = {
+    "bad/a//b": b"1",             # empty segment
+    "bad//c": b"2",               # empty segment right after a dir
+    "bad/./d": b"3",              # "." segment
+    "bad/../e": b"4",             # ".." segment
+    "bad/" + "n" * 256: b"5",     # a 256-byte name
+    "bad/" + "d" * 256 + "/f": b"6",  # a 256-byte dir name
+    "bad/" + "é" * 128: b"7",     # 256 bytes in UTF-8
+}
+GOOD_NEXT_TO_BAD = {
+    "bad/good.txt": b"good\n",
+    "bad/" + "m" * 255: b"255 bytes is fine\n",
+    "bad/" + "é" * 127 + "x": b"255 bytes in UTF-8\n",
+    "bad/sub/ok.txt": b"ok\n",
+    "ok-at-root.txt": b"root\n",
+}
+
+
+class BadKeys(harness.WarmfsTestCase):
+    def test_bad_keys_skipped_listing_intact(self):
+        c = MOTO.client()
+        harness.create_bucket(c, "badkeys")
+        harness.put_many(c, "badkeys", {**BAD_KEYS, **GOOD_NEXT_TO_BAD})
+        self.assertEqual(sorted(harness.list_keys(c, "badkeys")),
+                         sorted([*BAD_KEYS, *GOOD_NEXT_TO_BAD]), "moto changed a key")
+        m = self.mount(MOTO, "s3://badkeys")
+        self.assertEqual(sorted(os.listdir(m.path)), ["bad", "ok-at-root.txt"])
+        names = os.listdir(m.path / "bad")
+        good = {k.split("/", 1)[1].split("/")[0] for k in GOOD_NEXT_TO_BAD if k.startswith("bad/")}
+        self.assertEqual(good - set(names), set(), f"good names missing; listing: {names}")
+        # "a" may show as an (empty) implicit dir of "bad/a//b"; nothing else may appear.
+        self.assertEqual(set(names) - good - {"a"}, set(), "a bad key leaked into the listing")
+        for n in names:
+            self.assertLessEqual(len(n.encode()), 255)
+            self.assertNotIn(n, ("", ".", ".."))
+        if "a" in names:
+            self.assertEqual(os.listdir(m.path / "bad" / "a"), [])
+        ls = subprocess.run(["ls", "-a1", str(m.path / "bad")], capture_output=True, timeout=30,
+                            env={"PATH": harness.BASE_PATH, "LC_ALL": "C"})
+        self.assertEqual(ls.returncode, 0, ls.stderr)
+        self.assertEqual(ls.stdout.decode().splitlines().count("."), 1)
+        self.assertEqual(ls.stdout.decode().splitlines().count(".."), 1)
+        for key, data in GOOD_NEXT_TO_BAD.items():
+            with self.subTest(key=key):
+                self.assertEqual((m.path / key).read_bytes(), data)
+        find = subprocess.run(["find", str(m.path)], capture_output=True, timeout=30,
+                              env={"PATH": harness.BASE_PATH})
+        self.assertEqual(find.returncode, 0, find.stderr.decode(errors="replace"))
+        with self.assertRaises(OSError) as cm:
+            os.stat(m.path / "bad" / ("n" * 256))
+        self.assertIn(cm.exception.errno, (errno.ENOENT, errno.ENAMETOOLONG))
+
+
+class PrefixMount(harness.WarmfsTestCase):
+    OBJECTS = {
+        "sub/dir/x.txt": b"x in prefix\n",
+        "sub/dir/y/z.bin": harness.make_data(70_000, 9),
+        "sub/dir/": b"",
+        "sub/dirty.txt": b"shares the prefix string, not the directory\n",
+        "sub/dir-other/q.txt": b"q\n",
+        "sub/other.txt": b"o\n",
+        "top.txt": b"t\n",
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        harness.create_bucket(MOTO.client(), "prefixed")
+        harness.put_many(MOTO.client(), "prefixed", cls.OBJECTS)
+
+    def check(self, url):
+        m = self.mount(MOTO, url)
+        self.assertEqual(harness.walk_tree(m.path), {"x.txt": ("f", 12), "y": ("d",),
+                                                     "y/z.bin": ("f", 70_000)})
+        self.assertEqual((m.path / "y/z.bin").read_bytes(), self.OBJECTS["sub/dir/y/z.bin"])
+        with self.assertRaises(FileNotFoundError):
+            os.stat(m.path / "dirty.txt")
+
+    def test_prefix(self):
+        self.check("s3://prefixed/sub/dir")
+
+    def test_prefix_with_trailing_slash(self):
+        self.check("s3://prefixed/sub/dir/")
+
+
+class Options(harness.WarmfsTestCase):
+    def test_owner_and_modes(self):
+        m = self.mount(MOTO, "s3://tree", args=["--uid", "1234", "--gid", "2345",
+                                                "--file-mode", "0640", "--dir-mode", "0750"])
+        st = os.stat(m.path / "README.md")
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (1234, 2345, 0o640))
+        st = os.stat(m.path / "data")
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (1234, 2345, 0o750))
+
+    def test_profile_from_shared_credentials_file(self):
+        m = harness.Mount(MOTO, "s3://tree", credentials=False, name="profile",
+                          args=["--profile", "warmfs-it"])
+        self.addCleanup(m.close)
+        (m.home / ".aws").mkdir()
+        (m.home / ".aws" / "credentials").write_text(
+            f"[default]\naws_access_key_id = AKIADEFAULTWRONG\naws_secret_access_key = nope\n\n"
+            f"[warmfs-it]\naws_access_key_id = {MOTO.key}\n"
+            f"aws_secret_access_key = {MOTO.secret}\n")
+        m.start()
+        self.assertEqual((m.path / "README.md").read_bytes(), TREE["README.md"])
+
+
+if __name__ == "__main__":
+    unittest.main()
