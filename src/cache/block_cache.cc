@@ -44,13 +44,29 @@ size_t ChunkKeyHash::operator()(const ChunkKey& k) const {
   return static_cast<size_t>(seed);
 }
 
+ChunkBytes::ChunkBytes(std::vector<std::byte> bytes) {
+  auto owned = std::make_shared<const std::vector<std::byte>>(std::move(bytes));
+  data_ = owned->data();
+  size_ = owned->size();
+  owner_ = std::move(owned);
+}
+
 ChunkPtr make_chunk(std::vector<std::byte> bytes) {
   auto chunk = std::make_shared<Chunk>();
   chunk->crc32c = crc32c(bytes);
-  chunk->bytes = std::move(bytes);
+  chunk->bytes = ChunkBytes(std::move(bytes));
   return chunk;
 }
 
-bool chunk_intact(const Chunk& chunk) { return crc32c(chunk.bytes) == chunk.crc32c; }
+ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
+  auto chunk = std::make_shared<Chunk>();
+  chunk->bytes = ChunkBytes(std::move(buffer), offset, size);
+  chunk->crc32c = crc32c(std::span<const std::byte>(chunk->bytes));
+  return chunk;
+}
+
+bool chunk_intact(const Chunk& chunk) {
+  return crc32c(std::span<const std::byte>(chunk.bytes)) == chunk.crc32c;
+}
 
 }  // namespace warmfs

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,40 @@ struct ChunkKeyHash {
   size_t operator()(const ChunkKey& k) const;
 };
 
+// The bytes of a chunk, read-only once made: owned alone (taken from a vector), or a slice of
+// a larger buffer shared with the other chunks one range GET brought in, so a coalesced
+// request is split into chunks without copying. The buffer lives while any slice does.
+class ChunkBytes {
+ public:
+  ChunkBytes() = default;
+  ChunkBytes(std::vector<std::byte> bytes);  // NOLINT: implicit, takes ownership
+  ChunkBytes(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size)
+      : data_(buffer.get() + offset), size_(size), owner_(std::move(buffer)) {}
+
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const std::byte* begin() const { return data_; }
+  const std::byte* end() const { return data_ + size_; }
+  const std::byte& operator[](size_t i) const { return data_[i]; }
+  operator std::span<const std::byte>() const { return {data_, size_}; }  // NOLINT
+
+ private:
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+  std::shared_ptr<const void> owner_;
+};
+
 struct Chunk {
-  std::vector<std::byte> bytes;
+  ChunkBytes bytes;
   uint32_t crc32c = 0;
 };
 using ChunkPtr = std::shared_ptr<const Chunk>;
 
 // Makes a chunk from bytes, computing its CRC32C.
 ChunkPtr make_chunk(std::vector<std::byte> bytes);
+// Makes a chunk of bytes [offset, offset + size) of a shared buffer, computing its CRC32C.
+ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size);
 // True when the chunk's bytes still match its CRC32C (for tiers that keep bytes outside
 // process memory; costs a pass over the bytes).
 bool chunk_intact(const Chunk& chunk);
@@ -65,6 +92,10 @@ struct BlockCacheCounters {
   uint64_t capacity_bytes = 0;
   uint64_t corrupt_chunks = 0;
   uint64_t errors = 0;
+  // Puts dropped without being stored: write queue full, tier degraded (SSD tier).
+  uint64_t dropped_writes = 0;
+  // Puts refused by admission: the chunk was asked for less often than what it would evict.
+  uint64_t rejected_writes = 0;
 };
 
 class BlockCache {

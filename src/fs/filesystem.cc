@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -74,9 +76,21 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
 }
 
 Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<std::byte> out) {
+  std::vector<ChunkSlice> slices;
+  WARMFS_ASSIGN_OR_RETURN(size_t n, read_slices(handle, offset, out.size(), slices));
+  size_t copied = 0;
+  for (const ChunkSlice& s : slices) {
+    std::memcpy(out.data() + copied, s.chunk->bytes.data() + s.offset, s.length);
+    copied += s.length;
+  }
+  return n;
+}
+
+Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint64_t length,
+                                       std::vector<ChunkSlice>& out) {
   const auto start = clock_.now();
   read_requests_.fetch_add(1, std::memory_order_relaxed);
-  auto r = handle.reader().read(offset, out);
+  auto r = handle.reader().read_slices(offset, length, out);
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start);
   read_latency_us_.record(static_cast<uint64_t>(us.count()));
   if (!r.is_ok()) {

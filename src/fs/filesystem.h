@@ -104,6 +104,9 @@ class Filesystem {
   Result<OpenResult> open(uint64_t ino, int flags);
   // Reads into out; returns bytes read (short only at EOF).
   Result<size_t> read(FileHandle& handle, uint64_t offset, std::span<std::byte> out);
+  // As read(), but returns the chunk pieces holding the bytes instead of copying them.
+  Result<size_t> read_slices(FileHandle& handle, uint64_t offset, uint64_t length,
+                             std::vector<ChunkSlice>& out);
 
   StatfsResult statfs() const;
   // Value of an extended attribute; kNotFound (ENODATA) for names warmfs does not have.

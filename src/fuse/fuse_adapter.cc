@@ -192,12 +192,18 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
   Session& s = session_of(req);
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
-  // One buffer per FUSE worker thread, reused across reads.
-  thread_local std::vector<std::byte> buf;
-  if (buf.size() < size) buf.resize(size);
-  auto r = s.fs.read(*handle, static_cast<uint64_t>(off), std::span<std::byte>(buf.data(), size));
+  // Replies straight from the cached chunks (no copy in warmfs); the vectors are per FUSE
+  // worker thread and reused, and the slices keep their chunks alive until the reply is sent.
+  thread_local std::vector<ChunkSlice> slices;
+  thread_local std::vector<iovec> iov;
+  auto r = s.fs.read_slices(*handle, static_cast<uint64_t>(off), size, slices);
   if (!r.is_ok()) return reply_status(req, r.status());
-  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *r);
+  iov.clear();
+  for (const ChunkSlice& sl : slices) {
+    iov.push_back(iovec{const_cast<std::byte*>(sl.chunk->bytes.data() + sl.offset), sl.length});
+  }
+  fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+  slices.clear();
 }
 
 void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {

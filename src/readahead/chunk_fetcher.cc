@@ -60,7 +60,8 @@ void ChunkFetcher::release(uint64_t charged_bytes) {
   if (charged_bytes != 0) budget_used_.fetch_sub(charged_bytes, std::memory_order_relaxed);
 }
 
-ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode) {
+ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
+                              std::vector<PendingFetch>* defer) {
   const bool cacheable = !key.etag.empty();
   auto cached = [&]() -> ChunkPtr {
     if (!cacheable) return nullptr;
@@ -100,46 +101,81 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode) 
     return ref;
   }
   if (prefetch) prefetched_.fetch_add(1, std::memory_order_relaxed);
-  auto fetch = ref.fetch;
-  const bool queued = pool_.submit([this, fetch, key, length] { run_fetch(fetch, key, length); });
-  if (!queued) run_fetch(fetch, key, length);  // shut down: completes it as cancelled
+  if (defer != nullptr) {
+    defer->push_back(PendingFetch{ref.fetch, key, length});
+  } else {
+    submit({PendingFetch{ref.fetch, key, length}});
+  }
   return ref;
 }
 
-void ChunkFetcher::run_fetch(const std::shared_ptr<FetchState>& fetch, const ChunkKey& key,
-                             uint64_t length) {
-  ChunkPtr chunk;
+void ChunkFetcher::submit(std::vector<PendingFetch> pending) {
+  size_t i = 0;
+  while (i < pending.size()) {
+    // A run: consecutive indices of one version, within max_request_bytes.
+    std::vector<PendingFetch> run{std::move(pending[i])};
+    uint64_t bytes = run.back().length;
+    for (++i; i < pending.size(); ++i) {
+      const PendingFetch& next = pending[i];
+      const PendingFetch& prev = run.back();
+      if (next.key.index != prev.key.index + 1 || next.key.key != prev.key.key ||
+          next.key.etag != prev.key.etag || prev.length != options_.chunk_size ||
+          bytes + next.length > options_.max_request_bytes) {
+        break;
+      }
+      bytes += next.length;
+      run.push_back(std::move(pending[i]));
+    }
+    auto task = std::make_shared<std::vector<PendingFetch>>(std::move(run));
+    if (!pool_.submit([this, task] { run_fetches(*task); })) run_fetches(*task);  // shut down
+  }
+}
+
+void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
+  const ChunkKey& first = run.front().key;
+  uint64_t total = 0;
+  for (const auto& p : run) total += p.length;
+  std::vector<ChunkPtr> chunks(run.size());
   Status status;
   if (cancelled_.load(std::memory_order_relaxed)) {
     status = Status(Errc::kCancelled, "read path shutting down");
   } else {
-    // One buffer per fetch: it becomes the chunk, so the bytes are never copied again.
-    std::vector<std::byte> buf(length);
-    const uint64_t offset = key.index * options_.chunk_size;
+    const uint64_t offset = first.index * options_.chunk_size;
     fetch_requests_.fetch_add(1, std::memory_order_relaxed);
-    Result<size_t> got = store_.get_range(key.key, offset, buf, key.etag);
+    // One buffer for the run, not zero-filled; its chunks are slices of it (no copy).
+    std::shared_ptr<std::byte[]> buf(new std::byte[total]);
+    Result<size_t> got = store_.get_range(first.key, offset, std::span(buf.get(), total), first.etag);
     if (!got.is_ok()) {
       status = std::move(got).take_status();
-    } else if (*got != length) {
-      status =
-          Status(Errc::kIo, "short read of " + key.key + " at " + std::to_string(offset) + ": " +
-                                std::to_string(*got) + " of " + std::to_string(length) + " bytes");
+    } else if (*got != total) {
+      status = Status(Errc::kIo, "short read of " + first.key + " at " + std::to_string(offset) +
+                                     ": " + std::to_string(*got) + " of " +
+                                     std::to_string(total) + " bytes");
     } else {
-      fetched_bytes_.fetch_add(length, std::memory_order_relaxed);
-      chunk = make_chunk(std::move(buf));
-      if (!key.etag.empty()) cache_.put(key, chunk);
+      fetched_bytes_.fetch_add(total, std::memory_order_relaxed);
+      uint64_t at = 0;
+      for (size_t i = 0; i < run.size(); ++i) {
+        chunks[i] = make_chunk(buf, at, run[i].length);
+        at += run[i].length;
+      }
+      if (!first.etag.empty()) {
+        for (size_t i = 0; i < run.size(); ++i) cache_.put(run[i].key, chunks[i]);
+      }
     }
     if (!status.is_ok()) {
       fetch_errors_.fetch_add(1, std::memory_order_relaxed);
-      log::debug("fetch of {} chunk {} failed: {}", key.key, key.index, status.to_string());
+      log::debug("fetch of {} chunks {}..{} failed: {}", first.key, first.index,
+                 run.back().key.index, status.to_string());
     }
   }
   {
     std::lock_guard lock(inflight_mu_);
-    auto it = inflight_.find(key);
-    if (it != inflight_.end() && it->second == fetch) inflight_.erase(it);
+    for (const auto& p : run) {
+      auto it = inflight_.find(p.key);
+      if (it != inflight_.end() && it->second == p.fetch) inflight_.erase(it);
+    }
   }
-  fetch->complete(std::move(chunk), std::move(status));
+  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(std::move(chunks[i]), status);
 }
 
 ReadPathCounters ChunkFetcher::counters() const {

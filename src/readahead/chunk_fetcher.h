@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "cache/block_cache.h"
 #include "common/thread_pool.h"
@@ -66,6 +67,13 @@ struct ChunkRef {
   bool empty() const { return !chunk && !fetch; }
 };
 
+// A fetch that acquire() created but has not started, so runs of them can share a request.
+struct PendingFetch {
+  std::shared_ptr<FetchState> fetch;
+  ChunkKey key;
+  uint64_t length = 0;
+};
+
 class ChunkFetcher {
  public:
   enum class Mode { kDemand, kPrefetch };
@@ -78,7 +86,12 @@ class ChunkFetcher {
   // Chunk key.index of the object version named by key (key.bucket must be bucket()), which
   // has `length` bytes. kDemand always yields a chunk or a fetch; kPrefetch yields nothing
   // when the budget cannot cover length (a cached chunk costs no budget).
-  ChunkRef acquire(const ChunkKey& key, uint64_t length, Mode mode);
+  // With defer, a fetch it has to start is appended there instead, for submit().
+  ChunkRef acquire(const ChunkKey& key, uint64_t length, Mode mode,
+                   std::vector<PendingFetch>* defer = nullptr);
+  // Starts deferred fetches: consecutive chunks of one version share one range GET of up to
+  // max_request_bytes.
+  void submit(std::vector<PendingFetch> pending);
   // Returns budget taken by a prefetch.
   void release(uint64_t charged_bytes);
   // A prefetched chunk dropped unread.
@@ -94,7 +107,8 @@ class ChunkFetcher {
  private:
   bool try_charge(uint64_t n);
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
-  void run_fetch(const std::shared_ptr<FetchState>& fetch, const ChunkKey& key, uint64_t length);
+  // Fetches a run of consecutive chunks of one version with one request and completes each.
+  void run_fetches(const std::vector<PendingFetch>& run);
 
   ObjectStore& store_;
   BlockCache& cache_;

@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cache/block_cache.h"
 #include "objstore/object_store.h"
@@ -50,6 +51,9 @@ struct ReadaheadOptions {
   uint64_t max_inflight_bytes = 256ull << 20;
   // Threads issuing range GETs; each holds one request at a time (requests are latency bound).
   uint32_t fetch_threads = 16;
+  // Read-ahead fetches runs of consecutive chunks with one range GET of up to this many bytes:
+  // per-request cost (first-byte latency, server overhead) is paid once per run, not per chunk.
+  uint64_t max_request_bytes = 8ull << 20;
 };
 
 struct ReadPathCounters {
@@ -62,9 +66,20 @@ struct ReadPathCounters {
   uint64_t fetch_errors = 0;
 };
 
+// A piece of a read: bytes [offset, offset + length) of a chunk. Holding it keeps the chunk.
+struct ChunkSlice {
+  ChunkPtr chunk;
+  size_t offset = 0;
+  size_t length = 0;
+};
+
 class Reader {
  public:
   virtual ~Reader() = default;
+  // As read(), but hands back the pieces of chunks that hold the bytes, in order, instead of
+  // copying them (the FUSE adapter replies straight from them). out is cleared first.
+  virtual Result<size_t> read_slices(uint64_t offset, uint64_t length,
+                                     std::vector<ChunkSlice>& out) = 0;
   // Reads [offset, offset + out.size()) clipped at the object's size; returns bytes read
   // (0 at or past EOF). kPreconditionFailed if the object changed under this version.
   virtual Result<size_t> read(uint64_t offset, std::span<std::byte> out) = 0;

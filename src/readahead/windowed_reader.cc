@@ -39,8 +39,21 @@ void WindowedReader::retire_locked(Slot& slot) {
 }
 
 Result<size_t> WindowedReader::read(uint64_t offset, std::span<std::byte> out) {
-  if (out.empty() || offset >= version_.size) return size_t{0};
-  const uint64_t len = std::min<uint64_t>(out.size(), version_.size - offset);
+  std::vector<ChunkSlice> slices;
+  WARMFS_ASSIGN_OR_RETURN(size_t n, read_slices(offset, out.size(), slices));
+  size_t copied = 0;
+  for (const ChunkSlice& s : slices) {
+    std::memcpy(out.data() + copied, s.chunk->bytes.data() + s.offset, s.length);
+    copied += s.length;
+  }
+  return n;
+}
+
+Result<size_t> WindowedReader::read_slices(uint64_t offset, uint64_t length,
+                                           std::vector<ChunkSlice>& out) {
+  out.clear();
+  if (length == 0 || offset >= version_.size) return size_t{0};
+  const uint64_t len = std::min<uint64_t>(length, version_.size - offset);
   const uint64_t end = offset + len;
   const uint64_t first = offset / chunk_size_;
   const uint64_t last = (end - 1) / chunk_size_;
@@ -48,18 +61,19 @@ Result<size_t> WindowedReader::read(uint64_t offset, std::span<std::byte> out) {
     std::lock_guard lock(mu_);
     plan_locked(offset, end, first, last);
   }
-  size_t copied = 0;
+  size_t total = 0;
   for (uint64_t i = first; i <= last; ++i) {
     Result<ChunkPtr> chunk = obtain(i);
     if (!chunk.is_ok()) {
       drop_unread_after(i, last);
+      out.clear();
       return std::move(chunk).take_status();
     }
     const uint64_t base = i * chunk_size_;
     const uint64_t from = std::max(offset, base) - base;
     const uint64_t to = std::min(end, base + chunk_length(i)) - base;
-    std::memcpy(out.data() + copied, (*chunk)->bytes.data() + from, to - from);
-    copied += to - from;
+    out.push_back(ChunkSlice{std::move(chunk).value(), static_cast<size_t>(from), static_cast<size_t>(to - from)});
+    total += to - from;
   }
   {
     // Drop what this read has gone past; the chunk it ended in stays for the next read.
@@ -70,7 +84,7 @@ Result<size_t> WindowedReader::read(uint64_t offset, std::span<std::byte> out) {
       it = slots_.erase(it);
     }
   }
-  return copied;
+  return total;
 }
 
 void WindowedReader::drop_unread_after(uint64_t failed, uint64_t last) {
@@ -89,12 +103,22 @@ void WindowedReader::drop_unread_after(uint64_t failed, uint64_t last) {
 
 void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last) {
   const ReadaheadOptions& o = fetcher_->options();
-  const bool sequential = has_prev_ && (offset == prev_end_ || first == prev_last_chunk_ ||
-                                        first == prev_last_chunk_ + 1);
-  has_prev_ = true;
-  prev_end_ = end;
-  prev_last_chunk_ = last;
   const bool was_open = window_ > 0;
+  // With a window open, the kernel's concurrent read-ahead requests arrive out of order:
+  // any read between a little behind the stream's head and the end of the window belongs
+  // to the stream. Without one, only a read that continues the previous one does.
+  const bool in_stream = was_open && first + kReorderSlackChunks >= prev_last_chunk_ &&
+                         first <= std::max(ahead_end_, prev_last_chunk_ + 1);
+  const bool sequential =
+      has_prev_ && (in_stream || offset == prev_end_ || first == prev_last_chunk_ ||
+                    first == prev_last_chunk_ + 1);
+  if (sequential && has_prev_ && end < prev_end_) {
+    // A straggler behind the head: the stream's position stays where it is.
+  } else {
+    prev_end_ = end;
+    prev_last_chunk_ = last;
+  }
+  has_prev_ = true;
   if (!sequential) {
     window_ = 0;
     ahead_end_ = 0;
@@ -133,10 +157,18 @@ bool WindowedReader::ensure_demand_locked(uint64_t index) {
 void WindowedReader::issue_prefetches_locked(uint64_t last) {
   const uint64_t stop = std::min(chunk_count_, last + 1 + window_);
   uint64_t i = std::max(last + 1, ahead_end_);
+  // Top the window up in batches rather than a chunk per read, so consecutive chunks can
+  // share a request; wait while enough is still ahead of the reader.
+  const ReadaheadOptions& o = fetcher_->options();
+  const uint64_t per_request = std::max<uint64_t>(1, o.max_request_bytes / chunk_size_);
+  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window_ / 2, per_request));
+  if (i > last + 1 && stop < chunk_count_ && stop < i + batch) return;
+  std::vector<PendingFetch> pending;
   for (; i < stop; ++i) {
     if (slots_.count(i) != 0) continue;
     key_.index = i;
-    ChunkRef ref = fetcher_->acquire(key_, chunk_length(i), ChunkFetcher::Mode::kPrefetch);
+    ChunkRef ref =
+        fetcher_->acquire(key_, chunk_length(i), ChunkFetcher::Mode::kPrefetch, &pending);
     if (ref.empty()) break;  // budget spent: try again on a later read
     Slot slot;
     slot.charged_bytes = ref.charged_bytes;
@@ -146,6 +178,7 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
     slots_.emplace(i, std::move(slot));
   }
   ahead_end_ = std::max(ahead_end_, i);
+  if (!pending.empty()) fetcher_->submit(std::move(pending));
 }
 
 Result<ChunkPtr> WindowedReader::obtain(uint64_t index) {

@@ -6,8 +6,9 @@
 // small cache; slots are dropped once the reader has read past them, and on a seek.
 //
 // Sequential detection: a read is sequential when it starts where the previous read ended,
-// or in the previous read's last chunk or the one after (FUSE may reorder the kernel's
-// concurrent read-ahead requests). The first sequential read opens a window of
+// or in the previous read's last chunk or the one after, or, while a window is open, anywhere
+// from a few chunks behind the stream's head to the end of the window (FUSE delivers the
+// kernel's concurrent read-ahead requests out of order). The first sequential read opens a window of
 // initial_window_chunks ahead of the read; each sequential read that has to wait for a chunk
 // (a miss, or a prefetch still in flight) doubles it, up to max_window_chunks. A read that is
 // not sequential closes the window and drops the slots outside its own range, so a random
@@ -37,6 +38,7 @@ class WindowedReader final : public Reader {
   ~WindowedReader() override;
 
   Result<size_t> read(uint64_t offset, std::span<std::byte> out) override;
+  Result<size_t> read_slices(uint64_t offset, uint64_t length, std::vector<ChunkSlice>& out) override;
 
   // Current window in chunks (0: not sequential), for tests.
   uint32_t window_chunks() const;
@@ -63,6 +65,9 @@ class WindowedReader final : public Reader {
   void drop_unread_after(uint64_t failed, uint64_t last);
   // Waits for chunk index; retries a failed prefetch once as a demand fetch.
   Result<ChunkPtr> obtain(uint64_t index);
+
+  // How far behind the stream's head a read may start and still belong to it.
+  static constexpr uint64_t kReorderSlackChunks = 8;
 
   const std::shared_ptr<ChunkFetcher> fetcher_;
   const ObjectVersion version_;

@@ -43,8 +43,9 @@ TEST_CASE("make_chunk carries the CRC32C of its bytes", "[cache]") {
                                                  reinterpret_cast<const std::byte*>(s.data()) + 9));
   CHECK(c->crc32c == 0xE3069283u);
   CHECK(chunk_intact(*c));
-  Chunk damaged = *c;
-  damaged.bytes[3] = std::byte{'x'};
+  std::vector<std::byte> flipped(c->bytes.begin(), c->bytes.end());
+  flipped[3] = std::byte{'x'};
+  Chunk damaged{ChunkBytes(std::move(flipped)), c->crc32c};
   CHECK_FALSE(chunk_intact(damaged));
 }
 

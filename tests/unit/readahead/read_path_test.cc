@@ -31,6 +31,9 @@ ReadaheadOptions small_options() {
   o.max_window_chunks = 16;
   o.max_inflight_bytes = 64 * kChunk;
   o.fetch_threads = 4;
+  // One request per chunk, so tests can count requests chunk by chunk; coalescing has its
+  // own test.
+  o.max_request_bytes = kChunk;
   return o;
 }
 
@@ -173,6 +176,36 @@ TEST_CASE("read-ahead holds its chunks even when the cache cannot", "[readahead]
   for (uint64_t c = 0; c < 64; ++c) s.read_check(*r, c * kChunk, kChunk);
   CHECK(s.store.call_count(Op::kGetRange) == 64);
   CHECK(s.path->counters().prefetched_chunks > 0);
+}
+
+TEST_CASE("read-ahead coalesces consecutive chunks into one request", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.max_request_bytes = 4 * kChunk;
+  o.initial_window_chunks = 8;
+  Setup s(64 * kChunk + 123, o);
+  auto r = s.open();
+  for (uint64_t off = 0; off < 64 * kChunk + 123; off += kChunk / 2) s.read_check(*r, off, kChunk / 2);
+  const size_t gets = s.store.call_count(Op::kGetRange);
+  // Two demand reads, then runs of at most four chunks: far fewer requests than chunks, and
+  // every byte fetched exactly once.
+  CHECK(gets < 30);
+  CHECK(s.store.bytes_returned() == 64 * kChunk + 123);
+  for (const auto& c : s.store.calls()) CHECK(c.length <= 4 * kChunk);
+  CHECK(s.path->counters().prefetch_wasted_chunks == 0);
+}
+
+TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.max_request_bytes = 8 * kChunk;
+  o.initial_window_chunks = 8;
+  Setup s(32 * kChunk, o);
+  auto r = s.open();
+  s.read_check(*r, 0, 100);
+  s.store.fail_next(Op::kGetRange, 1, Status(Errc::kIo, "injected"));
+  s.read_check(*r, 100, 100);  // opens the window: one run of chunks 1..8, which fails
+  for (int i = 0; i < 1000 && s.path->counters().fetch_errors < 1; ++i)
+    std::this_thread::sleep_for(1ms);
+  for (uint64_t off = 200; off < 32 * kChunk; off += kChunk / 3) s.read_check(*r, off, kChunk / 3);
 }
 
 TEST_CASE("concurrent misses on one chunk make one request", "[readahead]") {
