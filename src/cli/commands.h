@@ -36,6 +36,8 @@ struct MountArgs {
 int run_mount(const MountArgs& args);
 int run_unmount(const std::string& mountpoint);
 int run_stats(const std::string& mountpoint, bool json);
+// Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
+int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths, unsigned threads);
 
 // Prints "warmfs: <message>" to stderr.
 void print_error(const std::string& message);

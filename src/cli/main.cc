@@ -72,6 +72,15 @@ int main(int argc, char** argv) {
   stats->add_option("mountpoint", stats_point)->required();
   stats->add_flag("--json", stats_json, "One JSON object instead of the human-readable table");
 
+  std::string prefetch_point;
+  std::vector<std::string> prefetch_paths;
+  unsigned prefetch_threads = 8;
+  auto* prefetch = app.add_subcommand("prefetch", "Warm files or directories of a mount into its caches");
+  prefetch->add_option("mountpoint", prefetch_point)->required();
+  prefetch->add_option("paths", prefetch_paths, "Files or directories, relative to the mountpoint")->required();
+  prefetch->add_option("-j,--threads", prefetch_threads, "Files read in parallel (default 8)")
+      ->check(CLI::Range(1u, 256u));
+
   try {
     app.parse(argc, argv);
     if (mount->parsed()) {
@@ -106,5 +115,6 @@ int main(int argc, char** argv) {
   if (mount->parsed()) return warmfs::cli::run_mount(m);
   if (unmount->parsed()) return warmfs::cli::run_unmount(unmount_point);
   if (stats->parsed()) return warmfs::cli::run_stats(stats_point, stats_json);
+  if (prefetch->parsed()) return warmfs::cli::run_prefetch(prefetch_point, prefetch_paths, prefetch_threads);
   return kExitUsage;
 }
