@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -61,6 +62,10 @@ class ChunkBytes {
   const std::byte* end() const { return data_ + size_; }
   const std::byte& operator[](size_t i) const { return data_[i]; }
   operator std::span<const std::byte>() const { return {data_, size_}; }  // NOLINT
+  // Equal contents.
+  friend bool operator==(const ChunkBytes& a, const ChunkBytes& b) {
+    return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data_, b.data_, a.size_) == 0);
+  }
 
  private:
   const std::byte* data_ = nullptr;

@@ -131,7 +131,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = true;
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, *d.store, clock, fo);
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, nullptr, *d.store, clock, fo);
   return d;
 }
 

@@ -13,10 +13,11 @@
 namespace warmfs {
 
 Filesystem::Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache,
-                       ObjectStore& store, Clock& clock, FsOptions options)
+                       BlockCache* disk_cache, ObjectStore& store, Clock& clock, FsOptions options)
     : meta_(meta),
       read_path_(read_path),
       memory_cache_(memory_cache),
+      disk_cache_(disk_cache),
       store_(store),
       clock_(clock),
       options_(std::move(options)),
@@ -132,7 +133,21 @@ std::string Filesystem::stats_json() const {
   const auto uptime = std::chrono::duration<double>(clock_.now() - started_).count();
   nlohmann::json j;
   j["bytes_read"] = bytes_read_.load();
-  j["memory_hit_bytes"] = rc.cache_hit_bytes;
+  auto ratio = [](uint64_t hits, uint64_t misses) {
+    return hits + misses == 0 ? 0.0 : double(hits) / double(hits + misses);
+  };
+  j["memory_hit_bytes"] = mc.hit_bytes;
+  j["memory_hit_ratio"] = ratio(mc.hits, mc.misses);
+  const BlockCacheCounters dc = disk_cache_ != nullptr ? disk_cache_->counters() : BlockCacheCounters{};
+  j["disk_cache"] = disk_cache_ != nullptr;
+  j["disk_hit_bytes"] = dc.hit_bytes;
+  j["disk_hit_ratio"] = ratio(dc.hits, dc.misses);
+  j["disk_write_bytes"] = dc.inserted_bytes;
+  j["cache_used_bytes"] = dc.used_bytes;
+  j["cache_capacity_bytes"] = dc.capacity_bytes;
+  j["evicted_bytes"] = dc.evicted_bytes;
+  j["corrupt_chunks"] = dc.corrupt_chunks;
+  j["disk_errors"] = dc.errors;
   j["bucket_bytes_read"] = sc.bytes_read;
   j["bucket_requests"] = {{"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
   j["bucket_retries"] = sc.retries;
@@ -144,7 +159,7 @@ std::string Filesystem::stats_json() const {
   j["memory_cache"] = {{"used_bytes", mc.used_bytes},
                        {"capacity_bytes", mc.capacity_bytes},
                        {"evicted_bytes", mc.evicted_bytes},
-                       {"hit_ratio", (mc.hits + mc.misses) ? double(mc.hits) / double(mc.hits + mc.misses) : 0.0}};
+                       {"hit_ratio", ratio(mc.hits, mc.misses)}};
   j["readahead"] = {{"prefetched_chunks", rc.prefetched_chunks},
                     {"wasted_chunks", rc.prefetch_wasted_chunks},
                     {"inflight_bytes", rc.inflight_bytes}};

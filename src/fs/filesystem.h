@@ -89,8 +89,10 @@ struct StatfsResult {
 
 class Filesystem {
  public:
-  Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache, ObjectStore& store,
-             Clock& clock, FsOptions options);
+  // memory_cache and disk_cache (null without an SSD tier) are the read path's tiers, named
+  // here for their counters.
+  Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache, BlockCache* disk_cache,
+             ObjectStore& store, Clock& clock, FsOptions options);
 
   Result<Attr> lookup(uint64_t parent, std::string_view name);
   void forget(uint64_t ino, uint64_t nlookup);
@@ -123,6 +125,7 @@ class Filesystem {
   Metadata& meta_;
   ReadPath& read_path_;
   BlockCache& memory_cache_;
+  BlockCache* const disk_cache_;
   ObjectStore& store_;
   Clock& clock_;
   const FsOptions options_;

@@ -34,9 +34,10 @@ ReadaheadOptions sanitize(ReadaheadOptions o) {
 }  // namespace
 
 ChunkFetcher::ChunkFetcher(ObjectStore& store, BlockCache& cache, std::string bucket,
-                           ReadaheadOptions options)
+                           ReadaheadOptions options, BlockCache* fast_cache)
     : store_(store),
       cache_(cache),
+      fast_cache_(fast_cache != nullptr ? *fast_cache : cache),
       bucket_(std::move(bucket)),
       options_(sanitize(options)),
       pool_(options_.fetch_threads, "warmfs-fetch") {}
@@ -65,7 +66,7 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
   const bool cacheable = !key.etag.empty();
   auto cached = [&]() -> ChunkPtr {
     if (!cacheable) return nullptr;
-    ChunkPtr c = cache_.get(key);
+    ChunkPtr c = fast_cache_.get(key);
     // A chunk of the wrong length would be a cache bug; treat it as a miss.
     if (c && c->bytes.size() != length) return nullptr;
     return c;
@@ -132,40 +133,34 @@ void ChunkFetcher::submit(std::vector<PendingFetch> pending) {
 }
 
 void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
-  const ChunkKey& first = run.front().key;
-  uint64_t total = 0;
-  for (const auto& p : run) total += p.length;
   std::vector<ChunkPtr> chunks(run.size());
-  Status status;
+  std::vector<Status> status(run.size());
   if (cancelled_.load(std::memory_order_relaxed)) {
-    status = Status(Errc::kCancelled, "read path shutting down");
+    for (auto& s : status) s = Status(Errc::kCancelled, "read path shutting down");
   } else {
-    const uint64_t offset = first.index * options_.chunk_size;
-    fetch_requests_.fetch_add(1, std::memory_order_relaxed);
-    // One buffer for the run, not zero-filled; its chunks are slices of it (no copy).
-    std::shared_ptr<std::byte[]> buf(new std::byte[total]);
-    Result<size_t> got = store_.get_range(first.key, offset, std::span(buf.get(), total), first.etag);
-    if (!got.is_ok()) {
-      status = std::move(got).take_status();
-    } else if (*got != total) {
-      status = Status(Errc::kIo, "short read of " + first.key + " at " + std::to_string(offset) +
-                                     ": " + std::to_string(*got) + " of " +
-                                     std::to_string(total) + " bytes");
-    } else {
-      fetched_bytes_.fetch_add(total, std::memory_order_relaxed);
-      uint64_t at = 0;
+    // The slower tiers (SSD) first: what they hold costs no request.
+    const bool tiered = &fast_cache_ != &cache_;
+    std::vector<bool> found(run.size(), false);
+    if (tiered && !run.front().key.etag.empty()) {
       for (size_t i = 0; i < run.size(); ++i) {
-        chunks[i] = make_chunk(buf, at, run[i].length);
-        at += run[i].length;
-      }
-      if (!first.etag.empty()) {
-        for (size_t i = 0; i < run.size(); ++i) cache_.put(run[i].key, chunks[i]);
+        ChunkPtr c = cache_.get(run[i].key);
+        if (c && c->bytes.size() == run[i].length) {
+          chunks[i] = std::move(c);
+          found[i] = true;
+          cache_hit_bytes_.fetch_add(run[i].length, std::memory_order_relaxed);
+        }
       }
     }
-    if (!status.is_ok()) {
-      fetch_errors_.fetch_add(1, std::memory_order_relaxed);
-      log::debug("fetch of {} chunks {}..{} failed: {}", first.key, first.index,
-                 run.back().key.index, status.to_string());
+    // The rest from the bucket, one request per contiguous stretch of misses.
+    for (size_t i = 0; i < run.size();) {
+      if (found[i]) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < run.size() && !found[j]) ++j;
+      fetch_stretch(run, i, j, chunks, status);
+      i = j;
     }
   }
   {
@@ -175,7 +170,40 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
       if (it != inflight_.end() && it->second == p.fetch) inflight_.erase(it);
     }
   }
-  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(std::move(chunks[i]), status);
+  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(std::move(chunks[i]), status[i]);
+}
+
+void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
+                                 std::vector<ChunkPtr>& chunks, std::vector<Status>& status) {
+  const ChunkKey& first = run[from].key;
+  uint64_t total = 0;
+  for (size_t i = from; i < to; ++i) total += run[i].length;
+  const uint64_t offset = first.index * options_.chunk_size;
+  fetch_requests_.fetch_add(1, std::memory_order_relaxed);
+  // One buffer for the stretch, not zero-filled; its chunks are slices of it (no copy).
+  std::shared_ptr<std::byte[]> buf(new std::byte[total]);
+  Result<size_t> got = store_.get_range(first.key, offset, std::span(buf.get(), total), first.etag);
+  Status st;
+  if (!got.is_ok()) {
+    st = std::move(got).take_status();
+  } else if (*got != total) {
+    st = Status(Errc::kIo, "short read of " + first.key + " at " + std::to_string(offset) + ": " +
+                               std::to_string(*got) + " of " + std::to_string(total) + " bytes");
+  }
+  if (!st.is_ok()) {
+    fetch_errors_.fetch_add(1, std::memory_order_relaxed);
+    log::debug("fetch of {} chunks {}..{} failed: {}", first.key, first.index,
+               run[to - 1].key.index, st.to_string());
+    for (size_t i = from; i < to; ++i) status[i] = st;
+    return;
+  }
+  fetched_bytes_.fetch_add(total, std::memory_order_relaxed);
+  uint64_t at = 0;
+  for (size_t i = from; i < to; ++i) {
+    chunks[i] = make_chunk(buf, at, run[i].length);
+    at += run[i].length;
+    if (!first.etag.empty()) cache_.put(run[i].key, chunks[i]);
+  }
 }
 
 ReadPathCounters ChunkFetcher::counters() const {

@@ -78,7 +78,9 @@ class ChunkFetcher {
  public:
   enum class Mode { kDemand, kPrefetch };
 
-  ChunkFetcher(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options);
+  // fast_cache: see ReadPath; null means `cache` itself is fast.
+  ChunkFetcher(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options,
+               BlockCache* fast_cache = nullptr);
   ~ChunkFetcher();
   ChunkFetcher(const ChunkFetcher&) = delete;
   ChunkFetcher& operator=(const ChunkFetcher&) = delete;
@@ -108,10 +110,15 @@ class ChunkFetcher {
   bool try_charge(uint64_t n);
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
   // Fetches a run of consecutive chunks of one version with one request and completes each.
+  // Chunks found in the slower tiers cost no request; the rest come from the bucket.
   void run_fetches(const std::vector<PendingFetch>& run);
+  // One range GET for run[from, to), filling chunks (and the cache) or status.
+  void fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
+                     std::vector<ChunkPtr>& chunks, std::vector<Status>& status);
 
   ObjectStore& store_;
   BlockCache& cache_;
+  BlockCache& fast_cache_;  // asked inline by acquire(); cache_ is asked by the fetch threads
   const std::string bucket_;
   const ReadaheadOptions options_;
 

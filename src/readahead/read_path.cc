@@ -13,9 +13,10 @@ struct ReadPath::Impl {
 };
 
 ReadPath::ReadPath(ObjectStore& store, BlockCache& cache, std::string bucket,
-                   ReadaheadOptions options)
+                   ReadaheadOptions options, BlockCache* fast_cache)
     : impl_(std::make_unique<Impl>()) {
-  impl_->fetcher = std::make_shared<ChunkFetcher>(store, cache, std::move(bucket), options);
+  impl_->fetcher =
+      std::make_shared<ChunkFetcher>(store, cache, std::move(bucket), options, fast_cache);
 }
 
 ReadPath::~ReadPath() { impl_->fetcher->shutdown(); }

@@ -87,8 +87,12 @@ class Reader {
 
 class ReadPath {
  public:
-  // store and cache must outlive the ReadPath. bucket names the cache keys.
-  ReadPath(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options);
+  // store and cache must outlive the ReadPath. bucket names the cache keys. fast_cache, when
+  // given, is the part of `cache` that answers without waiting on a device (the memory tier
+  // of a memory-over-SSD stack): readers consult only it while planning, and the slower
+  // tiers are read by the fetch threads, in parallel and off the reader's lock.
+  ReadPath(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options,
+           BlockCache* fast_cache = nullptr);
   ~ReadPath();
   ReadPath(const ReadPath&) = delete;
   ReadPath& operator=(const ReadPath&) = delete;

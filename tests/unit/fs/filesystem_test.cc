@@ -49,7 +49,7 @@ struct Fixture {
     fo.prefix = prefix;
     fo.uid = 1000;
     fo.gid = 100;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, store, clock, fo);
+    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo);
   }
 
   // Resolves "a/b/c" from the root with lookups, as the kernel would.
