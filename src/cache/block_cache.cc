@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "common/crc32c.h"
+#include "common/hash.h"
 
 namespace warmfs {
 
@@ -19,16 +20,6 @@ std::string ChunkKey::encode() const {
 }
 
 namespace {
-// The 64-bit finalizer of MurmurHash3: spreads every input bit over the output, so the low
-// bits (shard choice) and the high bits (hash-table buckets) are both well mixed.
-inline uint64_t mix64(uint64_t h) {
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdULL;
-  h ^= h >> 33;
-  h *= 0xc4ceb9fe1a85ec53ULL;
-  h ^= h >> 33;
-  return h;
-}
 inline uint64_t combine(uint64_t seed, uint64_t v) {
   return mix64(seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)));
 }

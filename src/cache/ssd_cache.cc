@@ -1,0 +1,330 @@
+// SsdCache at run time: lookups, the write queue and the writer thread, failure handling.
+// Opening and recovery are in ssd_cache_open.cc.
+#include "cache/ssd_cache.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "cache/ssd_record.h"
+#include "common/crc32c.h"
+#include "common/log.h"
+
+namespace warmfs {
+namespace {
+
+// The writer wakes this often when idle, to expire regions past their ttl.
+constexpr auto kIdleWake = std::chrono::seconds(1);
+
+int64_t to_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+SsdCache::SsdCache(SsdCacheOptions options, Clock& clock, io::UniqueFd lock_fd,
+                   std::unique_ptr<SsdIndex> index, std::vector<io::UniqueFd> region_fds)
+    : options_(std::move(options)),
+      clock_(clock),
+      io_(options_.io),
+      lock_fd_(std::move(lock_fd)),
+      index_(std::move(index)),
+      region_fds_(std::move(region_fds)),
+      alloc_(EvictionOptions{.region_count = static_cast<uint32_t>(region_fds_.size()),
+                             .region_bytes = options_.region_bytes,
+                             .expected_items = options_.capacity_bytes /
+                                               std::max<uint64_t>(options_.expected_chunk_bytes, 1),
+                             .sample_factor = 10,
+                             .ttl = options_.ttl}) {}
+
+SsdCache::~SsdCache() {
+  if (writer_.joinable()) {
+    flush();
+    {
+      std::lock_guard lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    writer_.join();
+  }
+}
+
+std::string SsdCache::region_path(uint32_t r) const {
+  return fmt::format("{}/regions/{:06}", options_.dir, r);
+}
+
+int64_t SsdCache::wall_seconds() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(clock_.wall_now().time_since_epoch())
+      .count();
+}
+
+bool SsdCache::degraded() const {
+  const int64_t until = degraded_until_ns_.load(std::memory_order_relaxed);
+  return until != 0 && to_ns(clock_.now()) < until;
+}
+
+void SsdCache::warn_limited(const std::string& line) {
+  const auto now = clock_.now();
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard lock(warn_mu_);
+    if (last_warn_ != std::chrono::steady_clock::time_point{} &&
+        now - last_warn_ < options_.log_interval) {
+      ++suppressed_warnings_;
+      return;
+    }
+    last_warn_ = now;
+    suppressed = suppressed_warnings_;
+    suppressed_warnings_ = 0;
+  }
+  if (suppressed > 0) {
+    log::warn("{} ({} similar warnings suppressed)", line, suppressed);
+  } else {
+    log::warn("{}", line);
+  }
+}
+
+void SsdCache::fail(const Status& s, std::string_view what) {
+  counters_.errors.fetch_add(1, std::memory_order_relaxed);
+  const auto until = clock_.now() + options_.error_backoff;
+  degraded_until_ns_.store(std::max<int64_t>(to_ns(until), 1), std::memory_order_relaxed);
+  warn_limited(fmt::format("ssd cache {}: {} failed: {}; the SSD tier is off for {}s", options_.dir,
+                           what, s.message(), options_.error_backoff.count()));
+}
+
+void SsdCache::drop_entry(const std::string& key, const SsdIndexEntry& e) {
+  std::lock_guard lock(index_mu_);
+  auto erased = index_->erase_if(key, e);
+  if (!erased.is_ok()) {
+    fail(erased.status(), "index delete");
+    return;
+  }
+  if (!*erased) return;
+  std::lock_guard alloc_lock(mu_);
+  alloc_.on_removed(e.region, e.gen, e.length);
+}
+
+ChunkPtr SsdCache::get(const ChunkKey& key) {
+  auto miss = [this]() -> ChunkPtr {
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  };
+  if (degraded()) return miss();
+  {
+    std::lock_guard lock(mu_);
+    alloc_.record_access(ChunkKeyHash{}(key));
+  }
+  const std::string enc = key.encode();
+  auto found = index_->get(enc);
+  if (!found.is_ok()) {
+    fail(found.status(), "index lookup");
+    return miss();
+  }
+  if (!found->has_value()) return miss();
+  const SsdIndexEntry e = **found;
+  const int64_t now_sec = wall_seconds();
+  const int64_t ttl = options_.ttl.count();
+  if (e.region >= region_fds_.size() || (ttl > 0 && now_sec - e.last_read_sec >= ttl)) {
+    drop_entry(enc, e);
+    counters_.evicted_bytes.fetch_add(e.length, std::memory_order_relaxed);
+    return miss();
+  }
+
+  std::vector<std::byte> buf(e.length + ssd_record::kTrailerBytes);
+  auto n = io_->read_at(region_fds_[e.region].get(), buf, e.offset);
+  if (!n.is_ok()) {
+    fail(n.status(), "read");
+    return miss();
+  }
+  const std::span<const std::byte> data(buf.data(), e.length);
+  const bool intact = *n == buf.size() &&
+                      ssd_record::matches(std::span<const std::byte>(buf).subspan(e.length),
+                                          {e.length, e.crc32c, ssd_record::key_crc(enc), e.gen}) &&
+                      crc32c(data) == e.crc32c;
+  if (!intact) {
+    bool stale;
+    {
+      std::lock_guard lock(mu_);
+      const RegionInfo& r = alloc_.region(e.region);
+      stale = r.gen != e.gen || r.state == RegionInfo::State::kFree;
+    }
+    // A stale entry lost a race with eviction (the region was refilled): a plain miss.
+    if (!stale) {
+      counters_.corrupt_chunks.fetch_add(1, std::memory_order_relaxed);
+      warn_limited(fmt::format("ssd cache {}: chunk in region {} at {} failed its checks; dropped",
+                               options_.dir, e.region, e.offset));
+    }
+    drop_entry(enc, e);
+    return miss();
+  }
+  buf.resize(e.length);
+  auto chunk = std::make_shared<Chunk>();
+  chunk->bytes = std::move(buf);
+  chunk->crc32c = e.crc32c;
+  {
+    std::lock_guard lock(mu_);
+    alloc_.on_hit(e.region, e.gen, clock_.now());
+  }
+  // Refresh the entry's read time, at most every quarter ttl, so a read chunk does not expire.
+  if (ttl > 0 && now_sec - e.last_read_sec >= std::max<int64_t>(ttl / 4, 1)) {
+    std::lock_guard lock(index_mu_);
+    auto cur = index_->get(enc);
+    if (cur.is_ok() && cur->has_value() && (*cur)->same_place(e)) {
+      SsdIndexEntry touched = e;
+      touched.last_read_sec = now_sec;
+      if (Status s = index_->put(enc, touched); !s.is_ok()) fail(s, "index update");
+    }
+  }
+  counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  counters_.hit_bytes.fetch_add(e.length, std::memory_order_relaxed);
+  return chunk;
+}
+
+void SsdCache::put(const ChunkKey& key, ChunkPtr chunk) {
+  if (!chunk) return;
+  const uint64_t n = chunk->bytes.size();
+  auto drop = [this] { counters_.dropped_writes.fetch_add(1, std::memory_order_relaxed); };
+  if (degraded() || n + ssd_record::kTrailerBytes > options_.region_bytes || n > UINT32_MAX) {
+    drop();
+    return;
+  }
+  {
+    std::lock_guard lock(queue_mu_);
+    if (stopping_ || queued_bytes_ + n > options_.write_queue_bytes) {
+      drop();
+      return;
+    }
+    queue_.push_back(Pending{key, std::move(chunk)});
+    queued_bytes_ += n;
+  }
+  queue_cv_.notify_one();
+}
+
+void SsdCache::flush() {
+  {
+    std::unique_lock lock(queue_mu_);
+    idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+  }
+  expire();
+}
+
+void SsdCache::writer_loop() {
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock lock(queue_mu_);
+      queue_cv_.wait_for(lock, kIdleWake, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        if (stopping_) return;
+        lock.unlock();
+        expire();
+        continue;
+      }
+      p = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+    }
+    write_one(p);
+    {
+      std::lock_guard lock(queue_mu_);
+      queued_bytes_ -= p.chunk->bytes.size();
+      writing_ = false;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+void SsdCache::drop_regions(const std::vector<EvictedRegion>& regions) {
+  for (const EvictedRegion& r : regions) {
+    counters_.evicted_bytes.fetch_add(r.live_bytes, std::memory_order_relaxed);
+    std::lock_guard lock(index_mu_);
+    auto n = index_->erase_region(r.region, r.gen);
+    if (!n.is_ok()) fail(n.status(), "index delete");
+  }
+}
+
+void SsdCache::expire() {
+  if (options_.ttl.count() <= 0) return;
+  std::lock_guard write_lock(write_mu_);
+  std::vector<EvictedRegion> expired;
+  {
+    std::lock_guard lock(mu_);
+    expired = alloc_.expire(clock_.now());
+  }
+  drop_regions(expired);
+}
+
+void SsdCache::write_one(const Pending& p) {
+  std::lock_guard write_lock(write_mu_);
+  if (degraded()) {
+    counters_.dropped_writes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const Chunk& chunk = *p.chunk;
+  if (!chunk_intact(chunk)) {  // a bug upstream; storing it would only yield a corrupt read
+    counters_.corrupt_chunks.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const std::string enc = p.key.encode();
+  auto existing = index_->get(enc);
+  if (!existing.is_ok()) {
+    fail(existing.status(), "index lookup");
+    return;
+  }
+  if (existing->has_value()) return;  // already stored (chunks are immutable)
+
+  const auto len = static_cast<uint32_t>(chunk.bytes.size());
+  Placement pl;
+  {
+    std::lock_guard lock(mu_);
+    pl = alloc_.place(ChunkKeyHash{}(p.key), len + ssd_record::kTrailerBytes, clock_.now());
+  }
+  drop_regions(pl.evicted);
+  if (!pl.admitted) {
+    counters_.rejected_writes.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const int fd = region_fds_[pl.region].get();
+  if (pl.opened) {
+    // The slot's previous fill is unindexed by now; cut it so nothing of it can be read.
+    if (::ftruncate(fd, 0) != 0) return fail(io::errno_status(errno, "ftruncate"), "region reset");
+    if (Status s = index_->put_region_gen(pl.region, pl.gen); !s.is_ok()) {
+      return fail(s, "index write");
+    }
+  }
+  const ssd_record::Trailer trailer =
+      ssd_record::encode({len, chunk.crc32c, ssd_record::key_crc(enc), pl.gen});
+  if (Status s = io_->write_at(fd, chunk.bytes, pl.offset); !s.is_ok()) return fail(s, "write");
+  if (Status s = io_->write_at(fd, trailer, pl.offset + len); !s.is_ok()) {
+    return fail(s, "write");
+  }
+  // Data first, then the entry: an entry never points at bytes not yet written.
+  const SsdIndexEntry e{pl.region, pl.gen, pl.offset, len, chunk.crc32c, wall_seconds()};
+  {
+    std::lock_guard lock(index_mu_);
+    if (Status s = index_->put(enc, e); !s.is_ok()) return fail(s, "index write");
+    std::lock_guard alloc_lock(mu_);
+    alloc_.on_written(pl, len);
+  }
+  counters_.inserted_bytes.fetch_add(len, std::memory_order_relaxed);
+}
+
+BlockCacheCounters SsdCache::counters() const {
+  BlockCacheCounters c;
+  c.hits = counters_.hits.load(std::memory_order_relaxed);
+  c.hit_bytes = counters_.hit_bytes.load(std::memory_order_relaxed);
+  c.misses = counters_.misses.load(std::memory_order_relaxed);
+  c.inserted_bytes = counters_.inserted_bytes.load(std::memory_order_relaxed);
+  c.evicted_bytes = counters_.evicted_bytes.load(std::memory_order_relaxed);
+  c.corrupt_chunks = counters_.corrupt_chunks.load(std::memory_order_relaxed);
+  c.errors = counters_.errors.load(std::memory_order_relaxed);
+  c.dropped_writes = counters_.dropped_writes.load(std::memory_order_relaxed);
+  c.rejected_writes = counters_.rejected_writes.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(mu_);
+    c.used_bytes = alloc_.used_bytes();
+  }
+  c.capacity_bytes = static_cast<uint64_t>(region_fds_.size()) * options_.region_bytes;
+  return c;
+}
+
+}  // namespace warmfs

@@ -1,0 +1,163 @@
+// SsdCache: the local-disk BlockCache tier. Chunks live in large region files, indexed by a
+// RocksDB database, read and written through io::FileIo (io_uring when available).
+//
+// Layout of a cache dir (created 0700; files 0600):
+//   lock             flock()ed by the owning process, holds its pid
+//   regions/NNNNNN   region files of region_bytes; a chunk is a record: its bytes, then a
+//                    32-byte trailer (magic, length, CRC32C of the bytes, CRC32C of the key,
+//                    the region's fill generation)
+//   index/           the RocksDB index (cache/ssd_index.h)
+//
+// get() looks the key up in the index, reads the record with one positional read and
+// checks the trailer and the CRC32C; a record that does not hold up is dropped from the
+// index, counted in corrupt_chunks, and reported as a miss. put() only queues the chunk for
+// the background writer thread (a bounded queue; a put that does not fit is dropped and
+// counted), so callers never wait on the disk. The writer appends the record, then writes
+// the index entry: after a crash an entry either points at complete data or at data that
+// fails its checks, and is dropped when found.
+//
+// Space and eviction are RegionAllocator's (cache/eviction.h): whole regions are reclaimed,
+// new chunks are admitted TinyLFU-style, so scans do not flush the working set. On open the
+// accounting is rebuilt from the index; entries of stale generations or that point past the
+// end of their region file are dropped then.
+//
+// Failures degrade, never fail a read: an I/O error (ENOSPC, EROFS, EIO...) is logged (at most
+// one line per log_interval), counted in errors, and turns the tier off (gets miss, puts are
+// dropped) for error_backoff, after which it tries again.
+//
+// One process per cache dir: open() fails while another process (or another SsdCache in this
+// one) holds the lock.
+//
+// Thread safe. Lock order: write_mu_, then index_mu_, then mu_; queue_mu_ and warn_mu_ alone. No
+// lock is held across file I/O except index_mu_ around RocksDB writes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/block_cache.h"
+#include "cache/eviction.h"
+#include "cache/ssd_index.h"
+#include "common/clock.h"
+#include "io/file_io.h"
+#include "warmfs/result.h"
+
+namespace warmfs {
+
+struct SsdCacheOptions {
+  // The cache dir; created (0700) with its parents if missing. Required.
+  std::string dir;
+  // Bytes of region files at most (the regions all together). Required; at least one region.
+  uint64_t capacity_bytes = 0;
+  // 64 MiB: large enough that the index has few regions to account for and writes are long
+  // sequential appends; small enough that evicting one drops a small part of the cache.
+  uint64_t region_bytes = 64ull << 20;
+  // Chunks not read for ttl are expired (misses; their regions reclaimed when idle).
+  // 0 keeps chunks until space is needed.
+  std::chrono::seconds ttl{0};
+  // Chunk bytes queued for the writer at most: 256 MiB absorbs a burst of read-ahead at
+  // SSD speed without holding much memory; beyond it puts are dropped (a later miss refills).
+  uint64_t write_queue_bytes = 256ull << 20;
+  // Typical chunk size, to size the frequency sketch (capacity / this = chunks held).
+  uint64_t expected_chunk_bytes = kDefaultChunkSize;
+  // After an I/O error the tier stays off this long, then tries again (ENOSPC may clear).
+  std::chrono::seconds error_backoff{60};
+  // At most one warning line per interval for repeated failures.
+  std::chrono::seconds log_interval{10};
+  // I/O implementation; null = io::make_file_io() (io_uring, else pread/pwrite). A test seam.
+  std::shared_ptr<io::FileIo> io;
+};
+
+class SsdCache final : public BlockCache {
+ public:
+  // Opens or creates the cache in options.dir and recovers its contents. Fails with a clear
+  // message when the dir cannot be created or written, or is in use by another process.
+  // clock must outlive the cache.
+  static Result<std::unique_ptr<SsdCache>> open(SsdCacheOptions options, Clock& clock);
+  // Flushes queued writes, then closes the index and releases the lock.
+  ~SsdCache() override;
+  SsdCache(const SsdCache&) = delete;
+  SsdCache& operator=(const SsdCache&) = delete;
+
+  // The chunk if stored intact for exactly this key; nullptr otherwise (never an error).
+  ChunkPtr get(const ChunkKey& key) override;
+  // Queues the chunk for writing; returns at once. Dropped when the queue is full, the tier
+  // is degraded, or the chunk does not fit a region.
+  void put(const ChunkKey& key, ChunkPtr chunk) override;
+  BlockCacheCounters counters() const override;
+
+  // Waits until every chunk queued before the call is written (or dropped). Also runs the
+  // ttl expiry. For tests and unmount.
+  void flush();
+
+  bool uses_io_uring() const { return io_->uses_io_uring(); }
+  bool degraded() const;
+  const SsdCacheOptions& options() const { return options_; }
+  // Path of region r's file (tests damage them).
+  std::string region_path(uint32_t r) const;
+
+ private:
+  struct Pending {
+    ChunkKey key;
+    ChunkPtr chunk;
+  };
+  struct Counters {
+    std::atomic<uint64_t> hits{0}, hit_bytes{0}, misses{0}, inserted_bytes{0}, evicted_bytes{0},
+        corrupt_chunks{0}, errors{0}, dropped_writes{0}, rejected_writes{0};
+  };
+
+  SsdCache(SsdCacheOptions options, Clock& clock, io::UniqueFd lock_fd,
+           std::unique_ptr<SsdIndex> index, std::vector<io::UniqueFd> region_fds);
+  // Open-time steps (ssd_cache_open.cc).
+  Status recover();
+  // Writer thread (ssd_cache.cc).
+  void writer_loop();
+  void write_one(const Pending& p);
+  void drop_regions(const std::vector<EvictedRegion>& regions);
+  void expire();
+  // Drops key's entry (if still e) and its accounting.
+  void drop_entry(const std::string& key, const SsdIndexEntry& e);
+  // Counts and logs an I/O failure and turns the tier off for error_backoff.
+  void fail(const Status& s, std::string_view what);
+  void warn_limited(const std::string& line);
+  int64_t wall_seconds() const;
+
+  const SsdCacheOptions options_;
+  Clock& clock_;
+  std::shared_ptr<io::FileIo> io_;
+  io::UniqueFd lock_fd_;
+  std::unique_ptr<SsdIndex> index_;
+  const std::vector<io::UniqueFd> region_fds_;  // one per region slot, fixed
+
+  std::mutex write_mu_;    // serializes writer-side work: write_one() and expire()
+  std::mutex index_mu_;    // serializes index mutations that must read, compare, then write
+  mutable std::mutex mu_;  // protects alloc_
+  RegionAllocator alloc_;
+
+  std::mutex queue_mu_;               // protects queue_, queued_bytes_, writing_, stopping_
+  std::condition_variable queue_cv_;  // writer waits for work or stop
+  std::condition_variable idle_cv_;   // flush() waits for an empty queue
+  std::deque<Pending> queue_;
+  uint64_t queued_bytes_ = 0;
+  bool writing_ = false;
+  bool stopping_ = false;
+
+  // Steady-clock nanoseconds until which the tier is off (0: on).
+  std::atomic<int64_t> degraded_until_ns_{0};
+  std::mutex warn_mu_;  // protects the two fields below
+  std::chrono::steady_clock::time_point last_warn_{};
+  uint64_t suppressed_warnings_ = 0;
+
+  Counters counters_;
+  std::thread writer_;  // last: started once everything above is ready
+};
+
+}  // namespace warmfs

@@ -1,0 +1,43 @@
+#include "cache/ssd_record.h"
+
+#include "common/crc32c.h"
+
+namespace warmfs::ssd_record {
+namespace {
+
+constexpr uint32_t kMagic = 0x31434657;  // "WFC1" little-endian
+
+void put_le(std::byte* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = std::byte(static_cast<uint8_t>(v >> (8 * i)));
+}
+uint64_t get_le(const std::byte* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+}  // namespace
+
+Trailer encode(const Fields& f) {
+  Trailer t{};
+  put_le(t.data(), kMagic, 4);
+  put_le(t.data() + 4, f.length, 4);
+  put_le(t.data() + 8, f.data_crc, 4);
+  put_le(t.data() + 12, f.key_crc, 4);
+  put_le(t.data() + 16, f.gen, 8);
+  put_le(t.data() + 24, crc32c(std::span<const std::byte>(t.data(), 24)), 4);
+  return t;
+}
+
+bool matches(std::span<const std::byte> t, const Fields& expected) {
+  if (t.size() != kTrailerBytes) return false;
+  if (get_le(t.data(), 4) != kMagic) return false;
+  if (get_le(t.data() + 24, 4) != crc32c(t.first(24))) return false;
+  return get_le(t.data() + 4, 4) == expected.length &&
+         get_le(t.data() + 8, 4) == expected.data_crc &&
+         get_le(t.data() + 12, 4) == expected.key_crc && get_le(t.data() + 16, 8) == expected.gen;
+}
+
+uint32_t key_crc(std::string_view encoded_key) { return crc32c(encoded_key); }
+
+}  // namespace warmfs::ssd_record
