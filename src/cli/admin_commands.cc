@@ -88,6 +88,13 @@ int run_stats(const std::string& mountpoint, bool json) {
   std::printf("  memory cache        %s of %s used, %s evicted, hit ratio %.1f%%\n",
               format_size(u(mc["used_bytes"])).c_str(), format_size(u(mc["capacity_bytes"])).c_str(),
               format_size(u(mc["evicted_bytes"])).c_str(), mc["hit_ratio"].get<double>() * 100);
+  if (j.value("disk_cache", false)) {
+    std::printf("  SSD cache tier      %s of %s used, %s from it (hit ratio %.1f%%), %s written, %s evicted, %llu corrupt chunks, %llu errors\n",
+                format_size(u(j["cache_used_bytes"])).c_str(), format_size(u(j["cache_capacity_bytes"])).c_str(),
+                format_size(u(j["disk_hit_bytes"])).c_str(), j["disk_hit_ratio"].get<double>() * 100,
+                format_size(u(j["disk_write_bytes"])).c_str(), format_size(u(j["evicted_bytes"])).c_str(),
+                (unsigned long long)u(j["corrupt_chunks"]), (unsigned long long)u(j["disk_errors"]));
+  }
   const auto& ra = j["readahead"];
   std::printf("  read-ahead          %llu chunks fetched ahead, %llu never read, %s in flight\n",
               (unsigned long long)u(ra["prefetched_chunks"]), (unsigned long long)u(ra["wasted_chunks"]),

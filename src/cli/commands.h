@@ -31,6 +31,10 @@ struct MountArgs {
   std::string log_level = "info";
   std::string log_file;
   bool foreground = false;
+  std::string cache_dir;          // empty: memory only
+  uint64_t cache_size_bytes = 0;  // 0: the default (see mount_command.cc)
+  double cache_ttl_sec = 0;       // 0: until space is needed
+  std::vector<std::string> prefetch;  // paths to warm right after mounting
 };
 
 int run_mount(const MountArgs& args);

@@ -61,6 +61,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   mount->add_option("--log-file", m.log_file, "Append logs here (default: stderr in the foreground, else syslog)");
   mount->add_flag("-f,--foreground", m.foreground, "Stay attached to the terminal");
+  std::string cache_size, cache_ttl;
+  mount->add_option("--cache-dir", m.cache_dir, "SSD cache tier directory (default: none, memory only)");
+  mount->add_option("--cache-size", cache_size,
+                    "Most bytes the SSD tier holds (default: 80% of the free space of --cache-dir's filesystem)");
+  mount->add_option("--cache-ttl", cache_ttl, "Keep data this long after its last read, e.g. 1h (default: until space is needed)");
+  mount->add_option("--prefetch", m.prefetch, "Paths to warm in the background after mounting (comma-separated)")
+      ->delimiter(',');
 
   std::string unmount_point;
   auto* unmount = app.add_subcommand("unmount", "Unmount a warmfs mount and wait for its daemon to finish");
@@ -90,6 +97,19 @@ int main(int argc, char** argv) {
       auto ttl = warmfs::parse_duration_seconds(metadata_ttl);
       if (!ttl) throw UsageError{"--metadata-ttl: '" + metadata_ttl + "' is not a number of seconds"};
       m.metadata_ttl_sec = *ttl;
+      if (!cache_size.empty()) {
+        auto cs = warmfs::parse_size(cache_size);
+        if (!cs || *cs == 0) throw UsageError{"--cache-size: '" + cache_size + "' is not a size like 100G"};
+        m.cache_size_bytes = *cs;
+      }
+      if (!cache_ttl.empty()) {
+        auto t = warmfs::parse_duration_seconds(cache_ttl);
+        if (!t) throw UsageError{"--cache-ttl: '" + cache_ttl + "' is not a duration like 30m or 1h"};
+        m.cache_ttl_sec = *t;
+      }
+      if ((!cache_size.empty() || !cache_ttl.empty()) && m.cache_dir.empty()) {
+        throw UsageError{"--cache-size and --cache-ttl need --cache-dir"};
+      }
       if (!file_mode.empty()) m.file_mode = parse_mode(file_mode, "--file-mode");
       if (!dir_mode.empty()) m.dir_mode = parse_mode(dir_mode, "--dir-mode");
     }

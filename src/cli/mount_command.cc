@@ -2,7 +2,9 @@
 // --foreground), reporting readiness to the waiting parent through a pipe.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <climits>
@@ -10,9 +12,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <filesystem>
 #include <string>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include "cache/memory_cache.h"
+#include "cache/ssd_cache.h"
+#include "cache/tiered_cache.h"
+#include "cli/prefetch.h"
 #include "cli/commands.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -102,10 +111,59 @@ Result<S3Config> make_s3_config(const MountArgs& a, const Source& src) {
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
   std::unique_ptr<MemoryCache> memory;
+  std::unique_ptr<SsdCache> disk;      // with --cache-dir
+  std::unique_ptr<TieredCache> tiers;  // memory over disk
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<Filesystem> fs;
 };
+
+// The SSD tier. Without --cache-size it may take 80% of the space free on the cache dir's
+// filesystem when the mount starts: most of a dedicated NVMe, while leaving room for the
+// staging of writes, logs and other tenants of the disk.
+Result<std::unique_ptr<SsdCache>> open_disk_cache(const MountArgs& a, Clock& clock) {
+  SsdCacheOptions o;
+  o.dir = a.cache_dir;
+  o.capacity_bytes = a.cache_size_bytes;
+  o.ttl = std::chrono::seconds(static_cast<int64_t>(a.cache_ttl_sec));
+  if (o.capacity_bytes == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.cache_dir, ec);
+    struct statvfs vfs {};
+    if (::statvfs(a.cache_dir.c_str(), &vfs) != 0) {
+      return Status(Errc::kInvalidArgument, "--cache-dir " + a.cache_dir + ": " + std::strerror(errno));
+    }
+    o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
+  }
+  if (o.capacity_bytes < o.region_bytes) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("--cache-size must be at least {} (one region); {} has {}",
+                              format_size(o.region_bytes), a.cache_dir, format_size(o.capacity_bytes)));
+  }
+  auto disk = SsdCache::open(o, clock);
+  if (disk.is_ok()) {
+    log::info("SSD cache tier: {} of {} ({})", a.cache_dir, format_size(o.capacity_bytes),
+              (*disk)->uses_io_uring() ? "io_uring" : "pread/pwrite");
+  }
+  return disk;
+}
+
+// Warms --prefetch paths through the mount itself, in the background, once it answers.
+void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
+  if (a.prefetch.empty()) return;
+  std::vector<std::string> paths;
+  for (const auto& p : a.prefetch) paths.push_back(mountpoint + "/" + p);
+  std::thread([paths] {
+    auto on_error = [](const std::string& m) { log::warn("prefetch: {}", m); };
+    auto files = collect_files(paths, on_error);
+    PrefetchProgress progress;
+    const auto start = std::chrono::steady_clock::now();
+    const uint64_t failed = prefetch_files(files, 8, progress, on_error);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    log::info("prefetch: {} files, {} in {:.1f} s, {} failed", files.size(),
+              format_size(progress.bytes_done.load()), secs, failed);
+  }).detach();
+}
 
 Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config config) {
   Clock& clock = SystemClock::instance();
@@ -117,7 +175,13 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   ReadaheadOptions ra;
   // Read-ahead may hold at most a quarter of the memory cache's budget in flight.
   ra.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, std::min<uint64_t>(ra.max_inflight_bytes, a.memory_cache_bytes / 4));
-  d.read_path = std::make_unique<ReadPath>(*d.store, *d.memory, src.bucket, ra);
+  BlockCache* cache = d.memory.get();
+  if (!a.cache_dir.empty()) {
+    WARMFS_ASSIGN_OR_RETURN(d.disk, open_disk_cache(a, clock));
+    d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk);
+    cache = d.tiers.get();
+  }
+  d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
@@ -131,7 +195,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = true;
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, nullptr, *d.store, clock, fo);
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store, clock, fo);
   return d;
 }
 
@@ -143,7 +207,19 @@ void send_ready(int fd, const Status& st) {
   ::close(fd);
 }
 
+// The daemon's process settings: files it creates (the SSD tier's index and regions) are
+// private, and it may hold one descriptor per SSD region.
+void prepare_process() {
+  ::umask(077);
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+}
+
 int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint, int ready_fd) {
+  prepare_process();
   auto daemon = build_daemon(a, src, std::move(config));
   if (!daemon.is_ok()) {
     send_ready(ready_fd, daemon.status());
@@ -163,7 +239,10 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
   fo.negative_timeout_sec = a.metadata_ttl_sec;
   bool reported = false;
   int rc = run_fuse(*daemon->fs, fo, [&](const Status& st) {
-    if (st.is_ok()) log::info("mounted {} at {}", fo.fsname, mountpoint);
+    if (st.is_ok()) {
+      log::info("mounted {} at {}", fo.fsname, mountpoint);
+      start_prefetch(a, mountpoint);
+    }
     else log::error("mount failed: {}", st.message());
     if (!st.is_ok() && ready_fd < 0) print_error(st.message());
     send_ready(ready_fd, st);

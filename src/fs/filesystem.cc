@@ -148,6 +148,8 @@ std::string Filesystem::stats_json() const {
   j["evicted_bytes"] = dc.evicted_bytes;
   j["corrupt_chunks"] = dc.corrupt_chunks;
   j["disk_errors"] = dc.errors;
+  j["disk_dropped_writes"] = dc.dropped_writes;    // queue full or tier off after an error
+  j["disk_rejected_writes"] = dc.rejected_writes;  // refused by admission (scan resistance)
   j["bucket_bytes_read"] = sc.bytes_read;
   j["bucket_requests"] = {{"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
   j["bucket_retries"] = sc.retries;
