@@ -13,6 +13,8 @@
 #include <cstring>
 #include <memory>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -199,6 +201,24 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   return d;
 }
 
+// True if path is the mountpoint of a warmfs mount, from /proc/self/mountinfo (no FUSE
+// request, so a hung mount cannot hang the check).
+bool is_warmfs_mount(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, dev, root, point, opts, field;
+    fields >> id >> parent >> dev >> root >> point >> opts;
+    while (fields >> field && field != "-") {
+    }
+    std::string fstype;
+    fields >> fstype;
+    if (point == path && fstype == "fuse.warmfs") return true;
+  }
+  return false;
+}
+
 // Readiness message from the serving child to the waiting parent: "0" or "1<message>".
 void send_ready(int fd, const Status& st) {
   if (fd < 0) return;
@@ -310,6 +330,10 @@ int run_mount(const MountArgs& a) {
     return kExitFailure;
   }
   const std::string mountpoint = resolved;
+  if (is_warmfs_mount(mountpoint)) {
+    print_error(mountpoint + " is already a warmfs mount (warmfs unmount " + mountpoint + " first)");
+    return kExitFailure;
+  }
 
   auto config = make_s3_config(a, *src);
   if (!config.is_ok()) {

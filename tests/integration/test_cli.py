@@ -185,6 +185,16 @@ class Unmount(harness.WarmfsTestCase):
         self.assertEqual(harness.wait_gone(pids, 10), [], f"daemon still running after {how}")
         self.assertEqual(os.listdir(m.path), [])
 
+    def test_second_mount_on_the_same_point_is_refused(self):
+        m, pids = self.mounted()
+        run = harness.run_cli(m.args, m.env, timeout=20)
+        self.assertEqual(run.rc, 1, run.describe())
+        lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, run.describe())
+        self.assertRegex(lines[0], r"^warmfs: .*already a warmfs mount")
+        self.assertEqual(harness.daemon_pids(m.path), pids, "a second daemon serves the mount")
+        self.assertEqual((m.path / "dir/a.txt").read_bytes(), b"a\n")
+
     def test_warmfs_unmount(self):
         m, pids = self.mounted()
         run = harness.run_cli(["unmount", m.path], m.env, timeout=20)
