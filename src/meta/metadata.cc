@@ -57,7 +57,7 @@ NodeAttr Metadata::attr_of(const Node& n, int64_t dir_mtime) {
   return a;
 }
 
-Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path) {
+Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int max_pages) {
   const std::string prefix = dir_key(dir_path);
   auto listing = std::make_shared<DirListing>();
   listing->listed_at = clock_.now();
@@ -75,7 +75,11 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path) {
       listing->entries[it->second] = std::move(e);
     }
   };
+  int pages = 0;
   do {
+    if (max_pages > 0 && pages++ == max_pages) {
+      return Status(Errc::kNotSupported, "directory has more than " + std::to_string(max_pages) + " pages");
+    }
     WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
     for (auto& obj : page.objects) {
       std::string_view rest = std::string_view(obj.key).substr(prefix.size());
@@ -133,6 +137,19 @@ Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name)
   return DirEntry{std::string(name), true, 0, options_.dir_mtime_sec, ""};
 }
 
+bool Metadata::should_list(const std::string& dir_path) {
+  std::lock_guard lock(mu_);
+  if (probes_.size() > 4096) probes_.clear();  // a bound, not a policy: counts restart
+  DirProbes& p = probes_[dir_path];
+  const auto now = clock_.now();
+  if (now < p.too_large_until) return false;
+  if (now - p.window_start >= options_.ttl) {
+    p.window_start = now;
+    p.count = 0;
+  }
+  return ++p.count > kAutoListAfterProbes;
+}
+
 NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                                std::chrono::steady_clock::time_point seen_at) {
   std::lock_guard lock(mu_);
@@ -168,13 +185,15 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
 Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   if (!is_valid_name(name)) return Status(Errc::kNotFound, "invalid name");
   std::string path;
+  std::string parent_path;
   DirListingPtr listing;
   {
     std::lock_guard lock(mu_);
     auto pit = nodes_.find(parent);
     if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");
     if (!pit->second.is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
-    path = child_path(pit->second.path, name);
+    parent_path = pit->second.path;
+    path = child_path(parent_path, name);
     auto lit = listings_.find(pit->second.path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
       listing = lit->second.listing;
@@ -185,6 +204,17 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     const DirEntry* e = listing->find(name);
     if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
     return upsert_node(parent, path, *e, listing->listed_at);
+  }
+  if (should_list(parent_path)) {
+    // Several files of this directory were opened by name: one LIST now answers the rest.
+    auto listed = fetch_listing(parent_path, kAutoListMaxPages);
+    if (listed.is_ok()) {
+      const DirEntry* e = (*listed)->find(name);
+      if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
+      return upsert_node(parent, path, *e, (*listed)->listed_at);
+    }
+    std::lock_guard lock(mu_);
+    probes_[parent_path].too_large_until = clock_.now() + options_.ttl;
   }
   const auto asked_at = clock_.now();
   WARMFS_ASSIGN_OR_RETURN(DirEntry e, probe(path, name));

@@ -13,6 +13,10 @@
 // with a log line. Where a key is both a file and a directory prefix, listings show the
 // directory; a lookup outside a cached listing (one HEAD) finds the file.
 //
+// Files opened by name without a listing (a loader with an index of paths) cost a HEAD each,
+// until several come from one directory within the TTL: then the directory is listed once
+// (if it has at most 10,000 entries) and the rest are answered from the listing.
+//
 // Thread safe: one mutex guards the inode table and the listing cache; object-store
 // requests are made without holding it.
 #pragma once
@@ -117,6 +121,17 @@ class Metadata {
   struct CachedListing {
     DirListingPtr listing;
   };
+  struct DirProbes {
+    std::chrono::steady_clock::time_point window_start{};
+    uint32_t count = 0;
+    // A directory too large to list on the side (over kAutoListMaxPages) is not tried again
+    // until then.
+    std::chrono::steady_clock::time_point too_large_until{};
+  };
+  // After this many lookups by name in one directory within the TTL, the next one lists it.
+  static constexpr uint32_t kAutoListAfterProbes = 4;
+  // ... unless it has more than this many pages (10,000 entries): then HEADs stay cheaper.
+  static constexpr int kAutoListMaxPages = 10;
 
   // Path of a child: "a" + "b" -> "a/b".
   static std::string child_path(std::string_view parent, std::string_view name);
@@ -124,7 +139,11 @@ class Metadata {
   std::string dir_key(std::string_view path) const;
   bool fresh(std::chrono::steady_clock::time_point t) const;
 
-  Result<DirListingPtr> fetch_listing(const std::string& dir_path);
+  // Lists a directory, all pages, or fails with kNotSupported past max_pages (0: no limit).
+  Result<DirListingPtr> fetch_listing(const std::string& dir_path, int max_pages = 0);
+  // Counts a lookup by name in dir_path that no listing answered; true when enough of them
+  // came within the TTL that listing the directory once is cheaper than a HEAD per file.
+  bool should_list(const std::string& dir_path);
   // Asks the bucket what `path` is: a file (HEAD) or a directory (one-key LIST).
   Result<DirEntry> probe(const std::string& path, std::string_view name);
   // Inserts or refreshes the node for path and counts a reference. Locks mu_.
@@ -142,6 +161,7 @@ class Metadata {
   std::unordered_map<uint64_t, Node> nodes_;
   std::unordered_map<std::string, uint64_t> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
+  std::unordered_map<std::string, DirProbes> probes_;        // by directory path
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;
 };

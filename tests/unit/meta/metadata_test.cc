@@ -169,3 +169,27 @@ TEST_CASE("list errors propagate", "[meta]") {
   CHECK(f.meta->list(kRootIno).code() == Errc::kAccessDenied);
   CHECK(f.meta->list(kRootIno).is_ok());
 }
+
+TEST_CASE("files opened by name make one LIST of their directory, not a HEAD each", "[meta]") {
+  Fixture f;
+  for (int i = 0; i < 100; ++i) f.bucket.put_object("d/f" + std::to_string(i), "x");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  f.store.clear_calls();
+  for (int i = 0; i < 100; ++i) REQUIRE(f.meta->lookup(d->ino, "f" + std::to_string(i)).is_ok());
+  CHECK(f.meta->lookup(d->ino, "absent").code() == Errc::kNotFound);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 4);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1);
+}
+
+TEST_CASE("a directory too large to list on the side keeps its HEADs", "[meta]") {
+  Fixture f;
+  for (int i = 0; i < 10050; ++i) f.bucket.put_object(fmt::format("big/k{:05}", i), "v");
+  auto d = f.meta->lookup(kRootIno, "big");
+  REQUIRE(d.is_ok());
+  f.store.clear_calls();
+  for (int i = 0; i < 20; ++i) REQUIRE(f.meta->lookup(d->ino, fmt::format("k{:05}", i)).is_ok());
+  // One attempt that gives up after 10 pages, then HEADs only.
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 10);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 20);
+}
