@@ -4,7 +4,13 @@
 // applied by the caller). Implementations: S3ObjectStore (S3 over libcurl, SigV4), and in
 // tests MemoryObjectStore and FaultInjectingStore (tests/support). All methods are thread
 // safe and blocking; they retry transient failures themselves and return a Status once they
-// give up. Write operations (put, multipart, copy, delete) arrive with the write path.
+// give up.
+//
+// Writes follow S3 semantics, which make every one of them safe to repeat: a PUT, an
+// UploadPart, a Complete, a Copy or a Delete sent twice leaves the bucket as sent once, so
+// implementations retry them like reads. An object becomes visible whole, at put() or
+// complete_multipart() return, never in part. There is no rename: a rename is copy() then
+// remove().
 #pragma once
 
 #include <cstddef>
@@ -44,10 +50,55 @@ struct ObjectStoreCounters {
   uint64_t get_requests = 0;
   uint64_t head_requests = 0;
   uint64_t list_requests = 0;
-  uint64_t bytes_read = 0;   // body bytes of GETs
+  uint64_t bytes_read = 0;  // body bytes of GETs
   uint64_t retries = 0;
-  uint64_t errors = 0;       // requests that failed after all retries
+  uint64_t errors = 0;              // requests that failed after all retries
+  uint64_t bytes_written = 0;       // body bytes of successful PUTs and UploadParts
+  uint64_t put_requests = 0;        // put() calls (PutObject)
+  uint64_t copy_requests = 0;       // copy() calls, single or multipart
+  uint64_t delete_requests = 0;     // remove() calls and DeleteObjects batches
+  uint64_t multipart_requests = 0;  // create, upload_part(_copy), complete, abort, list uploads
 };
+
+struct PutOptions {
+  // Content-MD5 (base64 MD5 of the body): the server rejects a body that arrives changed.
+  // On by default: the cost is one MD5 pass, the gain is no silently corrupted object.
+  bool content_md5 = true;
+  // x-amz-checksum-crc32c (base64 of the big-endian CRC32C): verified and stored by the
+  // server, so a later reader can check it too. Off by default: not every S3 clone has it.
+  bool checksum_crc32c = false;
+  // If-None-Match: * -- create only; kPreconditionFailed if the key exists.
+  bool if_none_match = false;
+  // If-Match: replace only this version (an ETag); kPreconditionFailed if it changed.
+  std::string if_match;
+  std::string content_type;  // empty: none sent (S3 then stores binary/octet-stream)
+};
+
+// One uploaded part, as upload_part() returns it and complete_multipart() takes it.
+struct CompletedPart {
+  int part_number = 0;  // 1..10000
+  std::string etag;     // quotes stripped
+  uint64_t size = 0;    // bytes in the part (complete_multipart sums them for ObjectInfo::size)
+};
+
+struct MultipartUpload {
+  std::string key;
+  std::string upload_id;
+  int64_t initiated_sec = 0;  // seconds since the epoch
+};
+
+// A key a batch delete could not remove, with S3's reason.
+struct DeleteError {
+  std::string key;
+  std::string code;  // "AccessDenied", ...
+  std::string message;
+};
+
+// Limits S3 puts on multipart uploads.
+inline constexpr int kMaxPartNumber = 10000;
+inline constexpr uint64_t kMinPartSize = 5ull << 20;  // every part but the last
+inline constexpr uint64_t kMaxPartSize = 5ull << 30;  // and the most one CopyObject takes
+inline constexpr size_t kMaxDeleteBatch = 1000;       // keys per DeleteObjects
 
 class ObjectStore {
  public:
@@ -66,6 +117,58 @@ class ObjectStore {
 
   // One page of ListObjectsV2.
   virtual Result<ListPage> list(const ListRequest& request) = 0;
+
+  // PutObject of body as the whole object (replacing any). Returns the key, the body's size,
+  // the new ETag and the mtime (the server's Date, or now). kPreconditionFailed when a
+  // condition in options does not hold; kCorrupt when the server saw a different body than
+  // the checksum promised (after retries).
+  virtual Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
+                                 const PutOptions& options) = 0;
+
+  // Starts a multipart upload of key; returns its upload id. Nothing is visible at key until
+  // complete_multipart(); an upload never completed or aborted keeps its parts (and costs
+  // storage) until aborted.
+  virtual Result<std::string> create_multipart(std::string_view key) = 0;
+
+  // Uploads body as part part_number (1..10000) of the upload, with Content-MD5. Uploading
+  // the same number again replaces the part. kNotFound if the upload is gone. Parts but the
+  // last must be at least kMinPartSize, which complete_multipart() checks.
+  virtual Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
+                                            int part_number, std::span<const std::byte> body) = 0;
+
+  // Server-side copy of bytes [first, last] of src_key into a part. When src_if_match is not
+  // empty the copy fails with kPreconditionFailed if src_key no longer has that ETag.
+  virtual Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
+                                                 int part_number, std::string_view src_key,
+                                                 uint64_t first, uint64_t last,
+                                                 std::string_view src_if_match) = 0;
+
+  // Assembles parts (ascending part numbers, ETags as returned) into the object and ends the
+  // upload. Returns the object's ETag (S3's "hex-N" form) and size (the sum of parts' sizes).
+  // kInvalidArgument for a missing, mismatched, unordered or too small part; kNotFound if the
+  // upload is gone; kIo with the S3 code for an error S3 reports in a 200 answer.
+  virtual Result<ObjectInfo> complete_multipart(std::string_view key, std::string_view upload_id,
+                                                std::span<const CompletedPart> parts) = 0;
+
+  // Ends the upload and deletes its parts. Ok if the upload is already gone.
+  virtual Status abort_multipart(std::string_view key, std::string_view upload_id) = 0;
+
+  // Every upload in progress under prefix, in key order (all pages).
+  virtual Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) = 0;
+
+  // Server-side copy of src_key to dst_key (replacing it). When if_match_etag is not empty,
+  // kPreconditionFailed if src_key no longer has that ETag. kNotFound if src_key is absent.
+  // Objects too large for one CopyObject are copied part by part (the store's threshold).
+  // Returns dst_key's new ETag, size and mtime.
+  virtual Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
+                                  std::string_view if_match_etag) = 0;
+
+  // DeleteObject. Ok if the key is absent.
+  virtual Status remove(std::string_view key) = 0;
+
+  // Deletes keys (any number; sent kMaxDeleteBatch at a time). Returns the keys the server
+  // refused to delete, with its reasons (empty when all went); absent keys count as deleted.
+  virtual Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) = 0;
 
   virtual ObjectStoreCounters counters() const = 0;
 

@@ -8,125 +8,12 @@
 #include <functional>
 
 #include "common/log.h"
+#include "objstore/s3_store_util.h"
 #include "objstore/time_format.h"
 #include "objstore/xml.h"
 
 namespace warmfs {
-namespace {
-
-// Messages quote S3's text; cap them so one odd server cannot flood a log line.
-constexpr size_t kMaxMessage = 400;
-
-std::string one_line(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  if (s.size() > kMaxMessage) {
-    s.resize(kMaxMessage);
-    s += "...";
-  }
-  return s;
-}
-
-const char* reason_phrase(long status) {
-  switch (status) {
-    case 301:
-      return "Moved Permanently";
-    case 307:
-      return "Temporary Redirect";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 409:
-      return "Conflict";
-    case 412:
-      return "Precondition Failed";
-    case 416:
-      return "Range Not Satisfiable";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "HTTP error";
-  }
-}
-
-Errc errc_for_status(long status) {
-  switch (status) {
-    case 404:
-      return Errc::kNotFound;
-    case 401:
-    case 403:
-      return Errc::kAccessDenied;
-    case 412:
-      return Errc::kPreconditionFailed;
-    case 416:
-      return Errc::kRangeNotSatisfiable;
-    case 400:
-      return Errc::kInvalidArgument;
-    default:
-      return Errc::kIo;
-  }
-}
-
-bool is_retryable_status(long status) { return status >= 500 || status == 429; }
-
-bool is_retryable_transport(Errc code) {
-  return code == Errc::kIo || code == Errc::kTimeout || code == Errc::kUnavailable;
-}
-
-// "403 SignatureDoesNotMatch: The request signature..." from an error response. A HEAD has no
-// body, so it falls back to the reason phrase ("403 Forbidden").
-std::string describe_http_error(const http::Response& r) {
-  std::string text = fmt::format("{} ", r.status);
-  auto info =
-      r.body.empty() ? Result<s3::S3ErrorInfo>(Errc::kCorrupt, "no body") : s3::parse_error(r.body);
-  if (info.is_ok()) {
-    text += info->code;
-    if (!info->message.empty()) text += ": " + info->message;
-  } else {
-    text += reason_phrase(r.status);
-  }
-  std::string region = r.header("x-amz-bucket-region");
-  if ((r.status == 301 || r.status == 307 || r.status == 400) && !region.empty()) {
-    text += fmt::format(" (bucket region is {})", region);
-  }
-  return text;
-}
-
-std::string strip_quotes(std::string_view etag) {
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
-    etag = etag.substr(1, etag.size() - 2);
-  }
-  return std::string(etag);
-}
-
-std::string quote_etag(std::string_view etag) {
-  if (etag.starts_with("\"") || etag.starts_with("W/")) return std::string(etag);
-  return fmt::format("\"{}\"", etag);
-}
-
-template <typename T>
-bool parse_number(std::string_view s, T* out) {
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return !s.empty() && ec == std::errc() && ptr == s.data() + s.size();
-}
-
-}  // namespace
+using namespace s3_detail;  // NOLINT(google-build-using-namespace): helpers shared with writes
 
 bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last, int64_t* total) {
   if (!value.starts_with("bytes ")) return false;
@@ -147,19 +34,6 @@ bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last
   return parse_number(t, total) && *total > 0;
 }
 
-// One logical S3 request, before signing.
-struct S3ObjectStore::Call {
-  const char* op = "GET";  // for messages: "GET", "HEAD", "LIST"
-  std::string method = "GET";
-  std::string key;  // empty for bucket-level requests
-  s3::QueryParams query;
-  http::Headers extra_headers;  // Range, If-Match
-  std::span<std::byte> sink;
-  // Called on a 2xx response; returns a non-empty reason when the body is cut short, which
-  // makes the attempt retryable.
-  std::function<std::string(const http::Response&)> truncated;
-};
-
 Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Clock& clock) {
   if (config.bucket.empty()) return Status(Errc::kInvalidArgument, "S3 config: no bucket");
   if (config.region.empty()) return Status(Errc::kInvalidArgument, "S3 config: no region");
@@ -169,6 +43,9 @@ Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Cl
                   "S3 config: no credentials (use anonymous for public buckets)");
   }
   if (config.retry.max_attempts < 1) config.retry.max_attempts = 1;
+  if (config.multipart_copy_part_size < 1 || config.multipart_copy_part_size > kMaxPartSize) {
+    return Status(Errc::kInvalidArgument, "S3 config: multipart copy part size out of range");
+  }
   if (config.endpoint.empty())
     config.endpoint = fmt::format("https://s3.{}.amazonaws.com", config.region);
 
@@ -222,6 +99,11 @@ ObjectStoreCounters S3ObjectStore::counters() const {
   c.bytes_read = bytes_read_.load(std::memory_order_relaxed);
   c.retries = retries_.load(std::memory_order_relaxed);
   c.errors = errors_.load(std::memory_order_relaxed);
+  c.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  c.put_requests = put_requests_.load(std::memory_order_relaxed);
+  c.copy_requests = copy_requests_.load(std::memory_order_relaxed);
+  c.delete_requests = delete_requests_.load(std::memory_order_relaxed);
+  c.multipart_requests = multipart_requests_.load(std::memory_order_relaxed);
   return c;
 }
 
@@ -249,6 +131,7 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
   req.url = fmt::format("{}://{}{}{}{}", endpoint_.scheme, endpoint_.host, path,
                         query.empty() ? "" : "?", query);
   req.body_sink = call.sink;
+  req.body = call.body;
 
   http::Headers headers = call.extra_headers;
   headers.emplace_back("host", endpoint_.host);
@@ -256,24 +139,25 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
     req.headers = std::move(headers);
     return req;
   }
-  headers.emplace_back("x-amz-content-sha256", std::string(s3::kUnsignedPayload));
+  const std::string payload_hash =
+      call.payload_hash.empty() ? std::string(s3::kUnsignedPayload) : call.payload_hash;
+  headers.emplace_back("x-amz-content-sha256", payload_hash);
   s3::SigningRequest to_sign;
   to_sign.method = call.method;
   to_sign.path = path;
   to_sign.query = call.query;
   to_sign.headers = std::move(headers);
-  to_sign.payload_hash = std::string(s3::kUnsignedPayload);
+  to_sign.payload_hash = payload_hash;
   req.headers = signer_.sign(to_sign, config_.credentials, clock_.wall_now()).headers;
   return req;
 }
 
-// Sends a call, retrying transient failures. Returns the final response (2xx or a
-// non-retryable status, which the caller maps) or the last transient failure.
-Result<http::Response> S3ObjectStore::execute(const Call& call) {
+Result<http::Response> S3ObjectStore::execute(const Call& call, int* attempts_used) {
   const std::string target = call.key.empty() ? describe() : describe() + "/" + call.key;
   Status failure;
   const int attempts = config_.retry.max_attempts;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
+    if (attempts_used != nullptr) *attempts_used = attempt;
     Result<http::Response> r = client_.perform(build_request(call));
     if (!r.is_ok()) {
       if (!is_retryable_transport(r.code())) {
@@ -281,9 +165,20 @@ Result<http::Response> S3ObjectStore::execute(const Call& call) {
         return std::move(r).take_status();
       }
       failure = Status(r.code(), one_line(r.status().message()));  // names method and URL
-    } else if (is_retryable_status(r->status)) {
-      failure = Status(
-          Errc::kIo, one_line(fmt::format("{} {}: {}", call.op, target, describe_http_error(*r))));
+    } else if (is_retryable_status(r->status) ||
+               ((call.method == "PUT" || call.method == "POST") && is_retryable_client_error(*r))) {
+      failure =
+          Status(is_retryable_status(r->status) ? Errc::kIo : errc_for(*r),
+                 one_line(fmt::format("{} {}: {}", call.op, target, describe_http_error(*r))));
+    } else if (r->status >= 200 && r->status < 300 && call.error_in_2xx) {
+      auto error = s3::parse_error(r->body);
+      if (!error.is_ok()) return r;  // a result document, not an error
+      failure = Status(Errc::kIo, one_line(fmt::format("{} {}: {} {}: {}", call.op, target,
+                                                       r->status, error->code, error->message)));
+      if (!is_retryable_error_code(error->code)) {
+        errors_.fetch_add(1, std::memory_order_relaxed);
+        return failure;
+      }
     } else if (r->status >= 200 && r->status < 300 && call.truncated) {
       std::string reason = call.truncated(*r);
       if (reason.empty()) return r;

@@ -1,4 +1,5 @@
-// S3ObjectStore: ObjectStore over the S3 REST API (HEAD, ranged GET, ListObjectsV2).
+// S3ObjectStore: ObjectStore over the S3 REST API: HEAD, ranged GET and ListObjectsV2
+// (s3_store.cc); PutObject, multipart uploads, CopyObject and deletes (s3_store_write.cc).
 //
 // Each call builds one S3 request, signs it with SigV4 (or sends it unsigned for anonymous
 // access), sends it through http::Client and maps the answer to a Result. Transient failures
@@ -7,13 +8,18 @@
 // do not wait. Other failures are returned at once with a one-line message carrying the
 // HTTP status and the S3 error code, never a secret.
 //
-// It does not cache, prefetch or know about files: that is the layers above. Write
-// operations arrive with the write path. Thread safe: any number of threads may call it at
-// once, each request running on its own pooled connection.
+// Writes sign their body (x-amz-content-sha256 is its SHA-256) and send Content-MD5, so
+// neither a proxy nor a flipped bit can change what is stored; each retry replays the body
+// from the caller's span. Answers S3 gives as 200 with an <Error> document (Complete, Copy)
+// are failures, retried when S3's code says so.
+//
+// It does not cache, prefetch or know about files: that is the layers above. Thread safe: any
+// number of threads may call it at once, each request running on its own pooled connection.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -53,6 +59,12 @@ struct S3Config {
   http::ClientOptions http;
   // Seed for the backoff jitter; 0 draws one from std::random_device. Tests fix it.
   uint64_t jitter_seed = 0;
+  // copy() of an object larger than this goes part by part (UploadPartCopy): S3 refuses one
+  // CopyObject of more than 5 GiB. Tests set it small.
+  uint64_t multipart_copy_threshold = kMaxPartSize;
+  // Part size of a multipart copy. Large, since the bytes never leave S3 (fewer requests);
+  // raised if the object would need more than 10000 parts. S3 wants at least 5 MiB.
+  uint64_t multipart_copy_part_size = 512ull << 20;
 };
 
 class S3ObjectStore final : public ObjectStore {
@@ -69,6 +81,32 @@ class S3ObjectStore final : public ObjectStore {
   // One page; the request's prefix, delimiter and token are sent as given, keys come back
   // decoded (the request asks for encoding-type=url so any key survives the XML).
   Result<ListPage> list(const ListRequest& request) override;
+
+  // Writes, as ObjectStore. Every one is retried on transport errors, 5xx and 429 (and, for
+  // requests with a body, 400 RequestTimeout and BadDigest), re-signed each attempt.
+  Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
+                         const PutOptions& options) override;
+  Result<std::string> create_multipart(std::string_view key) override;
+  Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
+                                    int part_number, std::span<const std::byte> body) override;
+  Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
+                                         int part_number, std::string_view src_key, uint64_t first,
+                                         uint64_t last, std::string_view src_if_match) override;
+  // A retry that finds the upload gone (the first attempt completed it but its answer was
+  // lost) checks the object's ETag against the one the parts imply, and succeeds if equal.
+  Result<ObjectInfo> complete_multipart(std::string_view key, std::string_view upload_id,
+                                        std::span<const CompletedPart> parts) override;
+  Status abort_multipart(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
+  // HEADs the source for its size and ETag, then one CopyObject (x-amz-copy-source-if-match
+  // with the ETag) or, above multipart_copy_threshold, create + UploadPartCopy per range +
+  // complete, aborting the upload on failure. Multipart copies do not carry user metadata.
+  Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
+                          std::string_view if_match_etag) override;
+  Status remove(std::string_view key) override;
+  // DeleteObjects (quiet, Content-MD5) per 1000 keys; a key XML cannot carry goes alone.
+  Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) override;
+
   ObjectStoreCounters counters() const override;
   std::string describe() const override;  // "s3://bucket"
 
@@ -80,13 +118,40 @@ class S3ObjectStore final : public ObjectStore {
     std::string scheme;  // "http" or "https"
     std::string host;    // host[:port] as sent in the Host header (bucket. prefix included)
   };
-  struct Call;
+  // One logical S3 request, before signing.
+  struct Call {
+    const char* op = "GET";  // for messages: "GET", "HEAD", "LIST", "PUT", ...
+    std::string method = "GET";
+    std::string key;  // empty for bucket-level requests
+    s3::QueryParams query;
+    http::Headers extra_headers;  // Range, If-Match, Content-MD5, ...
+    std::span<std::byte> sink;
+    // Called on a 2xx response; returns a non-empty reason when the body is cut short, which
+    // makes the attempt retryable.
+    std::function<std::string(const http::Response&)> truncated;
+    std::string_view body;     // sent on every attempt; must outlive execute()
+    std::string payload_hash;  // hex SHA-256 of body; empty: UNSIGNED-PAYLOAD
+    // A 2xx answer may be an <Error> document (CompleteMultipartUpload, CopyObject): a
+    // failure, retried when its code is transient.
+    bool error_in_2xx = false;
+  };
 
   S3ObjectStore(S3Config config, Endpoint endpoint, Clock& clock);
 
-  Result<http::Response> execute(const Call& call);
+  // Sends a call, retrying transient failures. Returns the final response (2xx or a
+  // non-retryable status, which the caller maps) or the last transient failure. With
+  // attempts_used, stores how many attempts were made.
+  Result<http::Response> execute(const Call& call, int* attempts_used = nullptr);
   http::Request build_request(const Call& call) const;
   std::chrono::nanoseconds backoff(int retry);
+  // Maps a non-success answer of op on target to a Status, counting it in errors_ unless
+  // its code is one callers expect (404, 412).
+  Status http_failure(const char* op, std::string_view target, const http::Response& r);
+  std::string target_of(std::string_view key) const;
+  // x-amz-copy-source for a key of this bucket: "/bucket/key", URL-encoded.
+  std::string copy_source(std::string_view src_key) const;
+  Result<ObjectInfo> copy_multipart(const ObjectInfo& src, std::string_view dst_key);
+  Result<std::vector<DeleteError>> remove_batch(std::span<const std::string> keys);
 
   const S3Config config_;
   const Endpoint endpoint_;
@@ -103,6 +168,11 @@ class S3ObjectStore final : public ObjectStore {
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> retries_{0};
   std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> bytes_written_{0};
+  std::atomic<uint64_t> put_requests_{0};
+  std::atomic<uint64_t> copy_requests_{0};
+  std::atomic<uint64_t> delete_requests_{0};
+  std::atomic<uint64_t> multipart_requests_{0};
 };
 
 // Parses "bytes a-b/total" (total may be "*", returned as -1). False if malformed.

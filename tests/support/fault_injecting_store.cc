@@ -169,4 +169,83 @@ Result<ListPage> FaultInjectingStore::list(const ListRequest& request) {
   return r;
 }
 
+template <typename R, typename F>
+R FaultInjectingStore::pass(Call call, F&& f) {
+  const Op op = call.op;
+  const size_t pos = start(std::move(call));
+  Status injected = before(op);
+  if (!injected.is_ok()) {
+    finish(pos, injected.code());
+    return injected;
+  }
+  R r = f();
+  finish(pos, r.code());
+  return r;
+}
+
+Result<ObjectInfo> FaultInjectingStore::put(std::string_view key, std::span<const std::byte> body,
+                                            const PutOptions& options) {
+  return pass<Result<ObjectInfo>>(Call{Op::kPut, std::string(key), 0, body.size()},
+                                  [&] { return inner_.put(key, body, options); });
+}
+
+Result<std::string> FaultInjectingStore::create_multipart(std::string_view key) {
+  return pass<Result<std::string>>(Call{Op::kCreateMultipart, std::string(key)},
+                                   [&] { return inner_.create_multipart(key); });
+}
+
+Result<CompletedPart> FaultInjectingStore::upload_part(std::string_view key,
+                                                       std::string_view upload_id, int part_number,
+                                                       std::span<const std::byte> body) {
+  return pass<Result<CompletedPart>>(
+      Call{Op::kUploadPart, std::string(key), uint64_t(part_number), body.size()},
+      [&] { return inner_.upload_part(key, upload_id, part_number, body); });
+}
+
+Result<CompletedPart> FaultInjectingStore::upload_part_copy(
+    std::string_view key, std::string_view upload_id, int part_number, std::string_view src_key,
+    uint64_t first, uint64_t last, std::string_view src_if_match) {
+  return pass<Result<CompletedPart>>(
+      Call{Op::kUploadPartCopy, std::string(key), uint64_t(part_number), last - first + 1}, [&] {
+        return inner_.upload_part_copy(key, upload_id, part_number, src_key, first, last,
+                                       src_if_match);
+      });
+}
+
+Result<ObjectInfo> FaultInjectingStore::complete_multipart(std::string_view key,
+                                                           std::string_view upload_id,
+                                                           std::span<const CompletedPart> parts) {
+  return pass<Result<ObjectInfo>>(Call{Op::kCompleteMultipart, std::string(key)},
+                                  [&] { return inner_.complete_multipart(key, upload_id, parts); });
+}
+
+Status FaultInjectingStore::abort_multipart(std::string_view key, std::string_view upload_id) {
+  return pass<Status>(Call{Op::kAbortMultipart, std::string(key)},
+                      [&] { return inner_.abort_multipart(key, upload_id); });
+}
+
+Result<std::vector<MultipartUpload>> FaultInjectingStore::list_multipart_uploads(
+    std::string_view prefix) {
+  return pass<Result<std::vector<MultipartUpload>>>(
+      Call{Op::kListUploads, std::string(prefix)},
+      [&] { return inner_.list_multipart_uploads(prefix); });
+}
+
+Result<ObjectInfo> FaultInjectingStore::copy(std::string_view src_key, std::string_view dst_key,
+                                             std::string_view if_match_etag) {
+  return pass<Result<ObjectInfo>>(Call{Op::kCopy, std::string(dst_key)},
+                                  [&] { return inner_.copy(src_key, dst_key, if_match_etag); });
+}
+
+Status FaultInjectingStore::remove(std::string_view key) {
+  return pass<Status>(Call{Op::kRemove, std::string(key)}, [&] { return inner_.remove(key); });
+}
+
+Result<std::vector<DeleteError>> FaultInjectingStore::remove_many(
+    std::span<const std::string> keys) {
+  return pass<Result<std::vector<DeleteError>>>(
+      Call{Op::kRemoveMany, keys.empty() ? std::string() : keys.front(), 0, keys.size()},
+      [&] { return inner_.remove_many(keys); });
+}
+
 }  // namespace warmfs

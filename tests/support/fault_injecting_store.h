@@ -1,6 +1,7 @@
 // FaultInjectingStore: wraps an ObjectStore to fail, slow, truncate and count its calls.
 //
-// Faults are programmed per operation: fail the next N calls with a Status, fail every call
+// Faults are programmed per operation (writes included: put, each multipart step, copy,
+// remove): fail the next N calls with a Status, fail every call
 // until cleared, delay each call (a real sleep, so concurrency is real), truncate the next N
 // range GETs to a number of bytes (as a buggy server or proxy would; a correct store never
 // does this, so it tests the caller's defences), and run a hook before each GET (to block on
@@ -26,12 +27,27 @@ namespace warmfs {
 
 class FaultInjectingStore final : public ObjectStore {
  public:
-  enum class Op { kHead, kGetRange, kList };
+  enum class Op {
+    kHead,
+    kGetRange,
+    kList,
+    kPut,
+    kCreateMultipart,
+    kUploadPart,
+    kUploadPartCopy,
+    kCompleteMultipart,
+    kAbortMultipart,
+    kListUploads,
+    kCopy,
+    kRemove,
+    kRemoveMany,
+  };
+  static constexpr int kOpCount = int(Op::kRemoveMany) + 1;
   struct Call {
     Op op;
-    std::string key;          // list: the prefix
-    uint64_t offset = 0;      // get_range only
-    uint64_t length = 0;      // get_range: bytes asked for
+    std::string key;          // list, list uploads: the prefix; copy: the destination
+    uint64_t offset = 0;      // get_range; upload_part(_copy): the part number
+    uint64_t length = 0;      // get_range: bytes asked for; put, upload_part: bytes sent
     Errc result = Errc::kOk;  // kOk also while the call is running
     size_t bytes = 0;         // get_range: bytes returned
   };
@@ -66,6 +82,22 @@ class FaultInjectingStore final : public ObjectStore {
   Result<size_t> get_range(std::string_view key, uint64_t offset, std::span<std::byte> out,
                            std::string_view if_match) override;
   Result<ListPage> list(const ListRequest& request) override;
+  Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
+                         const PutOptions& options) override;
+  Result<std::string> create_multipart(std::string_view key) override;
+  Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
+                                    int part_number, std::span<const std::byte> body) override;
+  Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
+                                         int part_number, std::string_view src_key, uint64_t first,
+                                         uint64_t last, std::string_view src_if_match) override;
+  Result<ObjectInfo> complete_multipart(std::string_view key, std::string_view upload_id,
+                                        std::span<const CompletedPart> parts) override;
+  Status abort_multipart(std::string_view key, std::string_view upload_id) override;
+  Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
+  Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
+                          std::string_view if_match_etag) override;
+  Status remove(std::string_view key) override;
+  Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) override;
   ObjectStoreCounters counters() const override { return inner_.counters(); }
   std::string describe() const override { return inner_.describe(); }
 
@@ -82,10 +114,13 @@ class FaultInjectingStore final : public ObjectStore {
   // Appends call to the log; returns its position for finish().
   size_t start(Call call);
   void finish(size_t pos, Errc result, size_t bytes = 0);
+  // Logs call, applies op's faults, else runs f (the inner store's method).
+  template <typename R, typename F>
+  R pass(Call call, F&& f);
 
   ObjectStore& inner_;
   mutable std::mutex mu_;  // protects programs_, truncate_*, before_get_, calls_
-  Program programs_[3];
+  Program programs_[kOpCount];
   int truncate_count_ = 0;
   size_t truncate_keep_ = 0;
   std::function<void(std::string_view, uint64_t)> before_get_;

@@ -172,6 +172,11 @@ ObjectStoreCounters MemoryObjectStore::counters() const {
   c.list_requests = list_requests_.load(std::memory_order_relaxed);
   c.bytes_read = bytes_read_.load(std::memory_order_relaxed);
   c.errors = errors_.load(std::memory_order_relaxed);
+  c.bytes_written = bytes_written_.load(std::memory_order_relaxed);
+  c.put_requests = put_requests_.load(std::memory_order_relaxed);
+  c.copy_requests = copy_requests_.load(std::memory_order_relaxed);
+  c.delete_requests = delete_requests_.load(std::memory_order_relaxed);
+  c.multipart_requests = multipart_requests_.load(std::memory_order_relaxed);
   return c;
 }
 

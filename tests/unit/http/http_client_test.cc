@@ -257,3 +257,63 @@ TEST_CASE("an unresponsive server times out as kTimeout", "[http]") {
   REQUIRE_FALSE(r.is_ok());
   CHECK(r.code() == Errc::kTimeout);
 }
+
+TEST_CASE("PUT sends the body as given, with Content-Length and no Expect",
+          "[http][objstore-write]") {
+  TestHttpServer server([](const ServerRequest&) {
+    ServerReply r;
+    r.headers = {{"ETag", "\"e\""}};
+    return r;
+  });
+  Client client(ClientOptions{});
+  // Large enough that curl would ask for 100-continue (over 1 MiB), with NULs and high bytes.
+  std::string body(3 << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 131) % 256);
+  Request req;
+  req.method = "PUT";
+  req.url = server.url() + "/bkt/k?partNumber=1&uploadId=u";
+  req.headers = {{"Content-MD5", "abc=="}};
+  req.body = body;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = client.perform(req);
+  REQUIRE(r.is_ok());
+  CHECK(r->status == 200);
+  // No 100-continue wait (curl waits 1 s for a server that does not answer it).
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(900));
+  auto seen = server.requests();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].method == "PUT");
+  CHECK(seen[0].target == "/bkt/k?partNumber=1&uploadId=u");
+  CHECK(seen[0].header("content-length") == std::to_string(body.size()));
+  CHECK(seen[0].header("expect").empty());
+  CHECK(seen[0].header("content-type").empty());
+  CHECK(seen[0].header("content-md5") == "abc==");
+  CHECK(seen[0].body == body);
+
+  SECTION("an empty PUT sends Content-Length: 0") {
+    Request empty;
+    empty.method = "PUT";
+    empty.url = server.url() + "/bkt/empty";
+    REQUIRE(client.perform(empty).is_ok());
+    auto again = server.requests();
+    REQUIRE(again.size() == 2);
+    CHECK(again[1].header("content-length") == "0");
+    CHECK(again[1].body.empty());
+  }
+  SECTION("POST and DELETE") {
+    Request post;
+    post.method = "POST";
+    post.url = server.url() + "/bkt/k?uploads=";
+    REQUIRE(client.perform(post).is_ok());
+    Request del;
+    del.method = "DELETE";
+    del.url = server.url() + "/bkt/k";
+    REQUIRE(client.perform(del).is_ok());
+    auto again = server.requests();
+    REQUIRE(again.size() == 3);
+    CHECK(again[1].method == "POST");
+    CHECK(again[1].header("content-length") == "0");
+    CHECK(again[2].method == "DELETE");
+    CHECK(again[2].body.empty());
+  }
+}
