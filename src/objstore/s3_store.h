@@ -147,6 +147,9 @@ class S3ObjectStore final : public ObjectStore {
   // Maps a non-success answer of op on target to a Status, counting it in errors_ unless
   // its code is one callers expect (404, 412).
   Status http_failure(const char* op, std::string_view target, const http::Response& r);
+  // A 2xx answer whose body did not hold up (malformed XML, an <Error> inside): counted as an
+  // error, reported as "OP TARGET: why" on one line.
+  Status answer_failure(std::string_view op, std::string_view target, const Status& why);
   std::string target_of(std::string_view key) const;
   // x-amz-copy-source for a key of this bucket: "/bucket/key", URL-encoded.
   std::string copy_source(std::string_view src_key) const;

@@ -49,6 +49,12 @@ std::string S3ObjectStore::target_of(std::string_view key) const {
   return fmt::format("{}/{}", describe(), key);
 }
 
+Status S3ObjectStore::answer_failure(std::string_view op, std::string_view target,
+                                     const Status& why) {
+  errors_.fetch_add(1, std::memory_order_relaxed);
+  return Status(why.code(), one_line(fmt::format("{} {}: {}", op, target, why.message())));
+}
+
 Status S3ObjectStore::http_failure(const char* op, std::string_view target,
                                    const http::Response& r) {
   const Errc code = errc_for(r);
@@ -114,9 +120,7 @@ Result<std::string> S3ObjectStore::create_multipart(std::string_view key) {
   if (r.status != 200) return http_failure(call.op, target_of(key), r);
   auto id = s3::parse_initiate_multipart(r.body);
   if (!id.is_ok()) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(id.code(), one_line(fmt::format("{} {}: {}", call.op, target_of(key),
-                                                  id.status().message())));
+    return answer_failure(call.op, target_of(key), id.status());
   }
   return id;
 }
@@ -176,9 +180,7 @@ Result<CompletedPart> S3ObjectStore::upload_part_copy(std::string_view key,
   if (r.status != 200) return http_failure(call.op, target, r);
   auto result = s3::parse_copy_result(r.body);
   if (!result.is_ok()) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(result.code(),
-                  one_line(fmt::format("{} {}: {}", call.op, target, result.status().message())));
+    return answer_failure(call.op, target, result.status());
   }
   return CompletedPart{part_number, result->etag, last - first + 1};
 }
@@ -216,9 +218,7 @@ Result<ObjectInfo> S3ObjectStore::complete_multipart(std::string_view key,
   if (r.status != 200) return http_failure(call.op, target_of(key), r);
   auto etag = s3::parse_complete_multipart(r.body);
   if (!etag.is_ok()) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(etag.code(), one_line(fmt::format("{} {}: {}", call.op, target_of(key),
-                                                    etag.status().message())));
+    return answer_failure(call.op, target_of(key), etag.status());
   }
   return ObjectInfo{call.key, size, *etag, write_mtime(r, clock_)};
 }
@@ -254,9 +254,7 @@ Result<std::vector<MultipartUpload>> S3ObjectStore::list_multipart_uploads(
     if (r.status != 200) return http_failure(call.op, target, r);
     auto page = s3::parse_list_multipart_uploads(r.body);
     if (!page.is_ok()) {
-      errors_.fetch_add(1, std::memory_order_relaxed);
-      return Status(page.code(),
-                    one_line(fmt::format("{} {}: {}", call.op, target, page.status().message())));
+      return answer_failure(call.op, target, page.status());
     }
     for (auto& u : page->uploads) uploads.push_back(std::move(u));
     if (!page->truncated) break;
@@ -303,9 +301,7 @@ Result<ObjectInfo> S3ObjectStore::copy(std::string_view src_key, std::string_vie
     if (r.status != 200) return http_failure(call.op, target, r);
     auto result = s3::parse_copy_result(r.body);
     if (!result.is_ok()) {
-      errors_.fetch_add(1, std::memory_order_relaxed);
-      return Status(result.code(),
-                    one_line(fmt::format("{} {}: {}", call.op, target, result.status().message())));
+      return answer_failure(call.op, target, result.status());
     }
     return ObjectInfo{call.key, src.size, result->etag,
                       result->mtime_sec != 0 ? result->mtime_sec : write_mtime(r, clock_)};
@@ -388,9 +384,7 @@ Result<std::vector<DeleteError>> S3ObjectStore::remove_batch(std::span<const std
   if (r.status != 200) return http_failure(call.op, target, r);
   auto errors = s3::parse_delete_result(r.body);
   if (!errors.is_ok()) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(errors.code(),
-                  one_line(fmt::format("{} {}: {}", call.op, target, errors.status().message())));
+    return answer_failure(call.op, target, errors.status());
   }
   return errors;
 }

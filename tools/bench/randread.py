@@ -18,19 +18,11 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
-import harness  # noqa: E402
-
-MiB = 1 << 20
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import MiB, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 
 
 def time_reads(path, offsets):
@@ -64,40 +56,26 @@ def main():
     size = args.size * MiB
     rng = random.Random(42)
     offsets = [rng.randrange(0, size // 4096) * 4096 for _ in range(args.count)]
-    with tempfile.TemporaryDirectory(prefix="warmfs-bench-") as tmp:
-        tmp = Path(tmp)
-        local = tmp / "object.bin"
-        with open(local, "wb") as f:
-            for _ in range(args.size):
-                f.write(os.urandom(MiB))
-        server = harness.S3rver()
-        server.start()
+    with origin_with_object(args.size) as (tmp, local, server):
+        mnt = tmp / "mnt"
+        mnt.mkdir()
+        env = mount_env(tmp, server)
+        cmd = mount_command(server, mnt, tmp / "warmfs.log", "--memory-cache-size", "16M",
+                            "--cache-dir", str(tmp / "cache"), "--cache-size", f"{args.size + 256}M")
+        subprocess.run(cmd, env=env, check=True)
+        subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
+        subprocess.run(cmd, env=env, check=True)
         try:
-            s3 = server.client()
-            s3.create_bucket(Bucket="bench")
-            s3.upload_file(str(local), "bench", "object.bin")
-            mnt = tmp / "mnt"
-            mnt.mkdir()
-            env = harness.base_env(tmp, server.key, server.secret, None)
-            cmd = [str(harness.WARMFS), "mount", "s3://bench", str(mnt), "--endpoint", server.endpoint,
-                   "--path-style", "--log-file", str(tmp / "warmfs.log"), "--memory-cache-size", "16M",
-                   "--cache-dir", str(tmp / "cache"), "--cache-size", f"{args.size + 256}M"]
-            subprocess.run(cmd, env=env, check=True)
-            subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
-                           stdout=subprocess.DEVNULL)
-            subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
-            subprocess.run(cmd, env=env, check=True)
-            try:
-                drop_caches()
-                before = stats(mnt)
-                ssd = time_reads(mnt / "object.bin", offsets)
-                after = stats(mnt)
-            finally:
-                subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
             drop_caches()
-            loc = time_reads(local, offsets)
+            before = stats(mnt)
+            ssd = time_reads(mnt / "object.bin", offsets)
+            after = stats(mnt)
         finally:
-            server.stop()
+            subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
+        drop_caches()
+        loc = time_reads(local, offsets)
     ssd["bucket_bytes_read"] = after["bucket_bytes_read"] - before["bucket_bytes_read"]
     ssd["disk_hit_bytes"] = after["disk_hit_bytes"] - before["disk_hit_bytes"]
     print(json.dumps({"measurement": "warmfs_ssd_tier_random_4k", **ssd}))

@@ -18,20 +18,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
-import harness  # noqa: E402
-
-MiB = 1 << 20
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import MiB, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 
 
 def dd(path):
@@ -66,52 +58,38 @@ def main():
         results[name] = mbps
         print(json.dumps({"measurement": name, "MB_per_s": round(mbps, 1)}), flush=True)
 
-    with tempfile.TemporaryDirectory(prefix="warmfs-bench-") as tmp:
-        tmp = Path(tmp)
-        local = tmp / "object.bin"
-        with open(local, "wb") as f:
-            for _ in range(args.size):
-                f.write(os.urandom(MiB))
-        server = harness.S3rver()
-        server.start()
+    with origin_with_object(args.size) as (tmp, local, server):
+        drop_caches()
+        record("local_cold", dd(local))
+        record("local_warm", dd(local))
+        record("origin_raw", raw_origin(server.endpoint, "bench", "object.bin", size))
+        mnt = tmp / "mnt"
+        mnt.mkdir()
+        extra = ["--memory-cache-size", f"{max(2 * args.size, 64)}M"]
+        if args.cache_dir:
+            extra += ["--cache-dir", args.cache_dir, "--cache-size", f"{2 * args.size + 128}M"]
+        env = mount_env(tmp, server)
+        cmd = mount_command(server, mnt, tmp / "warmfs.log", *extra)
+        subprocess.run(cmd, env=env, check=True)
         try:
-            s3 = server.client()
-            s3.create_bucket(Bucket="bench")
-            s3.upload_file(str(local), "bench", "object.bin")
             drop_caches()
-            record("local_cold", dd(local))
-            record("local_warm", dd(local))
-            record("origin_raw", raw_origin(server.endpoint, "bench", "object.bin", size))
-            mnt = tmp / "mnt"
-            mnt.mkdir()
-            extra = ["--memory-cache-size", f"{max(2 * args.size, 64)}M"]
-            if args.cache_dir:
-                extra += ["--cache-dir", args.cache_dir, "--cache-size", f"{2 * args.size + 128}M"]
-            env = harness.base_env(tmp, server.key, server.secret, None)
-            cmd = [str(harness.WARMFS), "mount", "s3://bench", str(mnt), "--endpoint",
-                   server.endpoint, "--path-style", "--log-file", str(tmp / "warmfs.log")] + extra
+            record("warmfs_cold", dd(mnt / "object.bin"))
+            drop_caches()
+            record("warmfs_warm_own_tiers", dd(mnt / "object.bin"))
+            record("warmfs_warm_page_cache", dd(mnt / "object.bin"))
+        finally:
+            subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
+        if args.cache_dir:
             subprocess.run(cmd, env=env, check=True)
             try:
                 drop_caches()
-                record("warmfs_cold", dd(mnt / "object.bin"))
-                drop_caches()
-                record("warmfs_warm_own_tiers", dd(mnt / "object.bin"))
-                record("warmfs_warm_page_cache", dd(mnt / "object.bin"))
+                record("warmfs_ssd_tier", dd(mnt / "object.bin"))
+                stats = json.loads(subprocess.run([str(harness.WARMFS), "stats", str(mnt), "--json"],
+                                                  capture_output=True, text=True, check=True).stdout)
+                print(json.dumps({"ssd_pass_bucket_bytes_read": stats["bucket_bytes_read"],
+                                  "ssd_pass_disk_hit_bytes": stats.get("disk_hit_bytes")}))
             finally:
                 subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
-            if args.cache_dir:
-                subprocess.run(cmd, env=env, check=True)
-                try:
-                    drop_caches()
-                    record("warmfs_ssd_tier", dd(mnt / "object.bin"))
-                    stats = json.loads(subprocess.run([str(harness.WARMFS), "stats", str(mnt), "--json"],
-                                                      capture_output=True, text=True, check=True).stdout)
-                    print(json.dumps({"ssd_pass_bucket_bytes_read": stats["bucket_bytes_read"],
-                                      "ssd_pass_disk_hit_bytes": stats.get("disk_hit_bytes")}))
-                finally:
-                    subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
-        finally:
-            server.stop()
 
     lc, lw, o = results["local_cold"], results["local_warm"], results["origin_raw"]
     print(f"\n| read of {args.size} MiB, dd bs=1M | MB/s | vs local cold | vs local warm | vs origin |")
