@@ -17,6 +17,7 @@
 #include "objstore/xml.h"
 #include "support/fake_clock.h"
 #include "unit/http/test_http_server.h"
+#include "unit/objstore/s3_test_support.h"
 
 using warmfs::CompletedPart;
 using warmfs::Errc;
@@ -31,25 +32,10 @@ namespace s3 = warmfs::s3;
 
 namespace {
 
-constexpr const char* kKeyId = "AKIDTESTKEY000000001";
-constexpr const char* kSecret = "TESTSECRETdoNotLeak/abcdefghijklmnop";
-
-S3Config config_for(const std::string& endpoint) {
-  S3Config c;
-  c.endpoint = endpoint;
-  c.bucket = "bkt";
-  c.path_style = true;
-  c.credentials = {kKeyId, kSecret, ""};
-  c.jitter_seed = 42;
-  c.http.connect_timeout = std::chrono::milliseconds(1000);
-  return c;
-}
-
-std::unique_ptr<S3ObjectStore> make_store(const S3Config& c, FakeClock& clock) {
-  auto s = S3ObjectStore::create(c, clock);
-  REQUIRE(s.is_ok());
-  return std::move(s).value();
-}
+using warmfs::testing::config_for;
+using warmfs::testing::kKeyId;
+using warmfs::testing::kSecret;
+using warmfs::testing::make_store;
 
 std::span<const std::byte> bytes_of(const std::string& s) { return s3::as_bytes(s); }
 
