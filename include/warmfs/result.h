@@ -31,6 +31,9 @@ enum class Errc {
   kRangeNotSatisfiable, // 416: read past the end
   kCancelled,           // shutting down
   kInternal,            // a bug
+  kIsDirectory,         // a file operation on a directory
+  kNotDirectory,        // a directory operation on a file
+  kNotPermitted,        // an operation this filesystem never allows (hard links, symlinks)
 };
 
 const char* errc_name(Errc c);

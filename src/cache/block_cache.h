@@ -109,6 +109,9 @@ class BlockCache {
   virtual ChunkPtr get(const ChunkKey& key) = 0;
   virtual void put(const ChunkKey& key, ChunkPtr chunk) = 0;
   virtual BlockCacheCounters counters() const = 0;
+  // Waits until the puts made so far are stored or dropped, for tiers that queue them (a
+  // writer of many chunks calls it now and then, so the queue does not overflow).
+  virtual void drain() {}
 };
 
 }  // namespace warmfs

@@ -93,6 +93,7 @@ class SsdCache final : public BlockCache {
   // is degraded, or the chunk does not fit a region.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
   BlockCacheCounters counters() const override;
+  void drain() override { flush(); }
 
   // Waits until every chunk queued before the call is written (or dropped). Also runs the
   // ttl expiry. For tests and unmount.

@@ -25,6 +25,10 @@ class TieredCache final : public BlockCache {
   // hits = upper hits + lower hits, misses = lower misses (asked of both, found in neither);
   // bytes, errors and drops are the tiers' sums.
   BlockCacheCounters counters() const override;
+  void drain() override {
+    upper_.drain();
+    lower_.drain();
+  }
 
   BlockCache& upper() { return upper_; }
   BlockCache& lower() { return lower_; }

@@ -26,8 +26,10 @@ struct MountArgs {
   bool allow_other = false;
   int64_t uid = -1;        // -1: the mounting user
   int64_t gid = -1;
-  uint32_t file_mode = 0444;
-  uint32_t dir_mode = 0555;
+  // Shown for every file and directory; without --file-mode/--dir-mode: 0644/0755, or
+  // 0444/0555 with --read-only.
+  uint32_t file_mode = 0;
+  uint32_t dir_mode = 0;
   std::string log_level = "info";
   std::string log_file;
   bool foreground = false;
@@ -35,6 +37,8 @@ struct MountArgs {
   uint64_t cache_size_bytes = 0;  // 0: the default (see mount_command.cc)
   double cache_ttl_sec = 0;       // 0: until space is needed
   std::vector<std::string> prefetch;  // paths to warm right after mounting
+  std::string staging_dir;        // files being written; empty: CACHE_DIR/staging or /var/tmp
+  uint32_t upload_threads = 4;    // parts uploaded at once
 };
 
 int run_mount(const MountArgs& args);

@@ -55,8 +55,12 @@ int main(int argc, char** argv) {
   mount->add_flag("--allow-other", m.allow_other, "Let other users see the mount (needs user_allow_other for non-root)");
   mount->add_option("--uid", m.uid, "Owner shown for every file (default: the mounting user)");
   mount->add_option("--gid", m.gid, "Group shown for every file (default: the mounting user's)");
-  mount->add_option("--file-mode", file_mode, "Permission bits of files, octal (default 0444)");
-  mount->add_option("--dir-mode", dir_mode, "Permission bits of directories, octal (default 0555)");
+  mount->add_option("--file-mode", file_mode, "Permission bits of files, octal (default 0644; 0444 with --read-only)");
+  mount->add_option("--dir-mode", dir_mode, "Permission bits of directories, octal (default 0755; 0555 with --read-only)");
+  mount->add_option("--staging-dir", m.staging_dir,
+                    "Where files being written are kept until uploaded (default: CACHE_DIR/staging, else /var/tmp/warmfs-staging)");
+  mount->add_option("--upload-threads", m.upload_threads, "Parts uploaded at once (default 4)")
+      ->check(CLI::Range(1u, 64u));
   mount->add_option("--log-level", m.log_level, "debug, info, warn or error (default info)")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   mount->add_option("--log-file", m.log_file, "Append logs here (default: stderr in the foreground, else syslog)");
@@ -110,8 +114,8 @@ int main(int argc, char** argv) {
       if ((!cache_size.empty() || !cache_ttl.empty()) && m.cache_dir.empty()) {
         throw UsageError{"--cache-size and --cache-ttl need --cache-dir"};
       }
-      if (!file_mode.empty()) m.file_mode = parse_mode(file_mode, "--file-mode");
-      if (!dir_mode.empty()) m.dir_mode = parse_mode(dir_mode, "--dir-mode");
+      m.file_mode = !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (m.read_only ? 0444 : 0644);
+      m.dir_mode = !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
     }
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);

@@ -34,6 +34,8 @@
 #include "objstore/credentials.h"
 #include "objstore/s3_store.h"
 #include "readahead/read_path.h"
+#include "upload/staged_object.h"
+#include "upload/staging.h"
 
 namespace warmfs::cli {
 namespace {
@@ -117,8 +119,18 @@ struct Daemon {
   std::unique_ptr<TieredCache> tiers;  // memory over disk
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
+  std::unique_ptr<StagingArea> staging;  // not with --read-only
+  std::unique_ptr<Uploader> uploader;
   std::unique_ptr<Filesystem> fs;
 };
+
+// Files being written are staged next to the SSD tier when there is one (the same fast disk),
+// else in /var/tmp (not /tmp: often a RAM disk, and files being written may exceed RAM).
+std::string staging_dir_for(const MountArgs& a) {
+  if (!a.staging_dir.empty()) return a.staging_dir;
+  if (!a.cache_dir.empty()) return a.cache_dir + "/staging";
+  return "/var/tmp/warmfs-staging";
+}
 
 // The SSD tier. Without --cache-size it may take 80% of the space free on the cache dir's
 // filesystem when the mount starts: most of a dedicated NVMe, while leaving room for the
@@ -196,8 +208,24 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.gid = a.gid >= 0 ? static_cast<uint32_t>(a.gid) : ::getgid();
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
-  fo.read_only = true;
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store, clock, fo);
+  fo.read_only = a.read_only;
+  if (!a.read_only) {
+    auto staging = StagingArea::open(staging_dir_for(a), *d.store);
+    if (!staging.is_ok()) return Status(staging.code(), "--staging-dir: " + staging.status().message());
+    d.staging = std::move(*staging);
+    if (d.staging->recovered_uploads() > 0) {
+      log::info("aborted {} unfinished uploads of an earlier mount", d.staging->recovered_uploads());
+    }
+    UploaderOptions uo;
+    uo.bucket = src.bucket;
+    uo.threads = a.upload_threads;
+    // What was just written goes to the SSD tier if there is one (a checkpoint read back
+    // should not push the dataset out of memory), else to memory.
+    BlockCache* write_through = d.disk ? static_cast<BlockCache*>(d.disk.get()) : d.memory.get();
+    d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
+  }
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store, clock, fo,
+                                      d.uploader.get());
   return d;
 }
 
@@ -253,7 +281,7 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     if (c == ',' || c == ' ' || c == '\\') c = '_';  // not allowed in the mount's source field
   }
   fo.allow_other = a.allow_other;
-  fo.read_only = true;
+  fo.read_only = a.read_only;
   fo.entry_timeout_sec = a.metadata_ttl_sec;
   fo.attr_timeout_sec = a.metadata_ttl_sec;
   fo.negative_timeout_sec = a.metadata_ttl_sec;
@@ -270,6 +298,8 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     reported = true;
   });
   if (!reported) send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
+  const size_t failed = daemon->fs->flush_all();
+  if (failed > 0) log::error("{} files written here could not be uploaded before the unmount", failed);
   log::info("unmounted {}", mountpoint);
   return rc == 0 ? kExitOk : kExitFailure;
 }

@@ -23,6 +23,9 @@ int to_errno(Errc code) {
     case Errc::kRangeNotSatisfiable: return EINVAL;
     case Errc::kCancelled: return EINTR;
     case Errc::kInternal: return EIO;
+    case Errc::kIsDirectory: return EISDIR;
+    case Errc::kNotDirectory: return ENOTDIR;
+    case Errc::kNotPermitted: return EPERM;
   }
   return EIO;
 }

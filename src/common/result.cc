@@ -21,6 +21,9 @@ const char* errc_name(Errc c) {
     case Errc::kRangeNotSatisfiable: return "RangeNotSatisfiable";
     case Errc::kCancelled: return "Cancelled";
     case Errc::kInternal: return "Internal";
+    case Errc::kIsDirectory: return "IsDirectory";
+    case Errc::kNotDirectory: return "NotDirectory";
+    case Errc::kNotPermitted: return "NotPermitted";
   }
   return "Unknown";
 }

@@ -13,7 +13,8 @@
 namespace warmfs {
 
 Filesystem::Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache,
-                       BlockCache* disk_cache, ObjectStore& store, Clock& clock, FsOptions options)
+                       BlockCache* disk_cache, ObjectStore& store, Clock& clock, FsOptions options,
+                       Uploader* uploader)
     : meta_(meta),
       read_path_(read_path),
       memory_cache_(memory_cache),
@@ -21,7 +22,16 @@ Filesystem::Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_c
       store_(store),
       clock_(clock),
       options_(std::move(options)),
-      started_(clock.now()) {}
+      started_(clock.now()),
+      uploader_(options_.read_only ? nullptr : uploader) {
+  liveness_->fs = this;
+}
+
+Filesystem::~Filesystem() {
+  flush_all();
+  std::lock_guard lock(liveness_->mu);
+  liveness_->fs = nullptr;
+}
 
 Attr Filesystem::attr_from(const NodeAttr& n) const {
   Attr a;
@@ -38,7 +48,9 @@ Attr Filesystem::attr_from(const NodeAttr& n) const {
 
 Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));
-  return attr_from(n);
+  Attr a = attr_from(n);
+  apply_staged(a);
+  return a;
 }
 
 void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
@@ -50,29 +62,50 @@ void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
 
 Result<Attr> Filesystem::getattr(uint64_t ino) {
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
-  return attr_from(n);
+  Attr a = attr_from(n);
+  apply_staged(a);
+  return a;
 }
 
 Result<DirListingPtr> Filesystem::opendir(uint64_t ino) { return meta_.list(ino); }
 
 Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
-  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0) {
-    WARMFS_RETURN_IF_ERROR(check_writable());
+  const bool writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  if (writable) WARMFS_RETURN_IF_ERROR(check_writable());
+  if (uploader_ != nullptr) sweep_staged();  // let go of staged copies kept past their time
+  // A file being written here is what its staged copy says, not what the bucket has.
+  std::shared_ptr<StagedObject> staged = find_staged(ino);
+  NodeAttr n;
+  if (staged) {
+    WARMFS_ASSIGN_OR_RETURN(n, meta_.getattr(ino));
+  } else {
+    WARMFS_ASSIGN_OR_RETURN(n, meta_.revalidate_file(ino));
   }
-  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.revalidate_file(ino));
-  if (n.is_dir) return Status(Errc::kInvalidArgument, "is a directory");
+  if (n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
   opens_.fetch_add(1, std::memory_order_relaxed);
   OpenResult r;
   {
     std::lock_guard lock(open_mu_);
     auto [it, inserted] = last_open_etag_.try_emplace(ino, n.etag);
-    r.keep_cache = !inserted && it->second == n.etag && !n.etag.empty();
+    r.keep_cache = !inserted && it->second == n.etag && !n.etag.empty() && !staged && !writable;
     it->second = n.etag;
   }
-  ObjectVersion v{std::move(key), n.etag, n.size};
+  ObjectVersion v{key, n.etag, n.size};
   auto reader = read_path_.open(v);
-  r.handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
+  auto handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
+  if (writable || staged) {
+    handle->staged_ = hold_staged(ino, key);
+    handle->writable_ = writable;
+    if ((flags & O_TRUNC) != 0) {
+      Status st = handle->staged_->stage_empty();
+      if (!st.is_ok()) {
+        release(std::move(handle));
+        return st;
+      }
+    }
+  }
+  r.handle = std::move(handle);
   return r;
 }
 
@@ -91,7 +124,20 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
                                        std::vector<ChunkSlice>& out) {
   const auto start = clock_.now();
   read_requests_.fetch_add(1, std::memory_order_relaxed);
-  auto r = handle.reader().read_slices(offset, length, out);
+  Result<size_t> r = size_t{0};
+  if (handle.staged() && handle.staged()->staged()) {
+    // Being written (or just written) here: the staged copy has the bytes.
+    out.clear();
+    std::vector<std::byte> bytes(length);
+    r = handle.staged()->read(offset, bytes);
+    if (r.is_ok()) {
+      bytes.resize(*r);
+      auto chunk = std::make_shared<Chunk>(Chunk{ChunkBytes(std::move(bytes)), 0});
+      if (*r > 0) out.push_back(ChunkSlice{std::move(chunk), 0, *r});
+    }
+  } else {
+    r = handle.reader().read_slices(offset, length, out);
+  }
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start);
   read_latency_us_.record(static_cast<uint64_t>(us.count()));
   if (!r.is_ok()) {
@@ -109,9 +155,9 @@ StatfsResult Filesystem::statfs() const {
   StatfsResult s;
   s.block_size = 4096;
   s.blocks = 1ull << 40;
-  s.blocks_free = options_.read_only ? 0 : s.blocks;
+  s.blocks_free = uploader_ == nullptr ? 0 : s.blocks;
   s.files = 1ull << 32;
-  s.files_free = options_.read_only ? 0 : s.files;
+  s.files_free = uploader_ == nullptr ? 0 : s.files;
   return s;
 }
 
@@ -122,7 +168,8 @@ Result<std::string> Filesystem::getxattr(uint64_t ino, std::string_view name) {
 }
 
 Status Filesystem::check_writable() const {
-  return Status(Errc::kReadOnly, "warmfs mounts are read-only in this version");
+  if (uploader_ == nullptr) return Status(Errc::kReadOnly, "the mount is read-only");
+  return Status::ok();
 }
 
 std::string Filesystem::stats_json() const {
@@ -152,6 +199,18 @@ std::string Filesystem::stats_json() const {
   j["disk_rejected_writes"] = dc.rejected_writes;  // refused by admission (scan resistance)
   j["bucket_bytes_read"] = sc.bytes_read;
   j["bucket_requests"] = {{"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
+  j["bucket_bytes_written"] = sc.bytes_written;
+  j["bucket_requests"]["put"] = sc.put_requests;
+  j["bucket_requests"]["copy"] = sc.copy_requests;
+  j["bucket_requests"]["delete"] = sc.delete_requests;
+  j["bucket_requests"]["multipart"] = sc.multipart_requests;
+  const UploadCounters uc = uploader_ != nullptr ? uploader_->counters() : UploadCounters{};
+  j["uploads_in_flight"] = uc.uploads_in_flight;
+  j["upload_failures"] = uc.upload_failures;
+  j["uploads_completed"] = uc.completed_uploads;
+  j["write_through_bytes"] = uc.write_through_bytes;
+  j["staged_files"] = uc.staged_objects;
+  j["read_only"] = uploader_ == nullptr;
   j["bucket_retries"] = sc.retries;
   j["bucket_errors"] = sc.errors;
   j["read_latency_us"] = {{"p50", read_latency_us_.percentile(50)}, {"p99", read_latency_us_.percentile(99)}};

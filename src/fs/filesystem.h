@@ -10,6 +10,13 @@
 // version or fails. keep_cache tells the kernel it may keep its page cache for an inode
 // because the ETag is unchanged since the previous open.
 //
+// Writes (with an Uploader; without one the mount is read-only and every write answers
+// EROFS): a file opened for writing gets a StagedObject (upload/staged_object.h), shared by
+// all handles of the inode, holding a staged copy on local disk. flush() (fsync, and close)
+// returns only once the bucket holds every byte; reads of the inode see the staged bytes.
+// Namespace changes (mkdir, unlink, rmdir, rename) are made in the bucket before they are
+// answered. docs/posix.md lists what is supported and how.
+//
 // Statistics are exposed as JSON through the extended attribute "user.warmfs.stats" of the
 // mount's root, so `warmfs stats MOUNTPOINT` needs no socket or pid file.
 //
@@ -20,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -30,6 +38,7 @@
 #include "meta/metadata.h"
 #include "objstore/object_store.h"
 #include "readahead/read_path.h"
+#include "upload/staged_object.h"
 #include "warmfs/result.h"
 
 namespace warmfs {
@@ -42,9 +51,9 @@ struct FsOptions {
   std::string prefix;  // "" or ending in '/'
   uint32_t uid = 0;
   uint32_t gid = 0;
-  uint32_t file_mode = 0444;  // read-only until writes land
-  uint32_t dir_mode = 0555;
-  bool read_only = true;
+  uint32_t file_mode = 0644;
+  uint32_t dir_mode = 0755;
+  bool read_only = true;  // also when there is no Uploader
 };
 
 struct Attr {
@@ -58,7 +67,8 @@ struct Attr {
   uint32_t nlink = 1;
 };
 
-// One open file: the version it reads and its read-ahead state.
+// One open file: the version it reads and its read-ahead state; for a file being written,
+// the inode's write state.
 class FileHandle {
  public:
   FileHandle(uint64_t ino, ObjectVersion version, std::unique_ptr<Reader> reader)
@@ -66,16 +76,34 @@ class FileHandle {
   uint64_t ino() const { return ino_; }
   const ObjectVersion& version() const { return version_; }
   Reader& reader() { return *reader_; }
+  // The inode's write state when it has one (opened for writing, or while written).
+  const std::shared_ptr<StagedObject>& staged() const { return staged_; }
+  bool writable() const { return writable_; }
 
  private:
+  friend class Filesystem;
   uint64_t ino_;
   ObjectVersion version_;
   std::unique_ptr<Reader> reader_;
+  std::shared_ptr<StagedObject> staged_;
+  bool writable_ = false;
 };
 
 struct OpenResult {
   std::unique_ptr<FileHandle> handle;
   bool keep_cache = false;  // the kernel may keep cached pages: same ETag as last open
+};
+
+struct CreateResult {
+  Attr attr;
+  OpenResult open;
+};
+
+// What setattr changes; unset fields stay.
+struct SetAttrRequest {
+  std::optional<uint64_t> size;
+  std::optional<int64_t> mtime_sec;
+  bool mode_or_owner = false;  // chmod/chown: accepted, not kept (docs/posix.md)
 };
 
 struct StatfsResult {
@@ -91,8 +119,11 @@ class Filesystem {
  public:
   // memory_cache and disk_cache (null without an SSD tier) are the read path's tiers, named
   // here for their counters.
+  // uploader: null for a read-only mount.
   Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_cache, BlockCache* disk_cache,
-             ObjectStore& store, Clock& clock, FsOptions options);
+             ObjectStore& store, Clock& clock, FsOptions options, Uploader* uploader = nullptr);
+  // Uploads what is still dirty (the mount is going away), then stops.
+  ~Filesystem();
 
   Result<Attr> lookup(uint64_t parent, std::string_view name);
   void forget(uint64_t ino, uint64_t nlookup);
@@ -114,8 +145,27 @@ class Filesystem {
   // Value of an extended attribute; kNotFound (ENODATA) for names warmfs does not have.
   Result<std::string> getxattr(uint64_t ino, std::string_view name);
 
-  // Write-side operations refuse with kReadOnly until the write path lands.
+  // ---- Writes (docs/posix.md) --------------------------------------------------------------
+  // kReadOnly on a read-only mount.
   Status check_writable() const;
+  Result<CreateResult> create(uint64_t parent, std::string_view name, int flags);
+  // Writes data at offset into the handle's staged copy; returns data.size().
+  Result<size_t> write(FileHandle& handle, uint64_t offset, std::span<const std::byte> data);
+  // fsync() and close(): ok only once the bucket holds every byte written through the inode.
+  // EIO (ENOSPC where that is the cause) otherwise; the staged copy stays for a retry.
+  Status flush(FileHandle& handle);
+  // The handle's last close: uploads what no flush did, then lets go of the write state.
+  void release(std::unique_ptr<FileHandle> handle);
+  // truncate, utimens, chmod/chown. handle: the open file (ftruncate), or null.
+  Result<Attr> setattr(uint64_t ino, const SetAttrRequest& request, FileHandle* handle);
+  Result<Attr> mkdir(uint64_t parent, std::string_view name);
+  Status unlink(uint64_t parent, std::string_view name);
+  Status rmdir(uint64_t parent, std::string_view name);
+  // flags: 0 or RENAME_NOREPLACE (RENAME_EXCHANGE is not supported: EINVAL).
+  Status rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
+                unsigned flags);
+  // Uploads every dirty file (unmount); returns how many failed.
+  size_t flush_all();
 
   // Counters since the mount, as the JSON `warmfs stats --json` prints.
   std::string stats_json() const;
@@ -136,6 +186,42 @@ class Filesystem {
   std::atomic<uint64_t> read_errors_{0};
   std::atomic<uint64_t> opens_{0};
   Histogram read_latency_us_;
+
+  // The write state of an inode, and how many handles hold it.
+  struct WriteEntry {
+    std::shared_ptr<StagedObject> object;
+    uint32_t handles = 0;
+    // A clean staged copy is kept a little after the last close: the checkpoint pattern
+    // renames right after closing, and the rename's copy is cached from it.
+    std::chrono::steady_clock::time_point keep_until{};
+  };
+  static constexpr std::chrono::seconds kKeepStagedAfterClose{30};
+  // The inode's write state, made if needed, counting one more holder.
+  std::shared_ptr<StagedObject> hold_staged(uint64_t ino, const std::string& key);
+  std::shared_ptr<StagedObject> find_staged(uint64_t ino);
+  // One holder less; drops the write state when nothing holds it and it is clean.
+  void unhold_staged(uint64_t ino);
+  // Drops the write state of inodes nothing holds, that are clean and past keep_until.
+  void sweep_staged();
+  // Stages the object's current bytes (read through the caches) if not staged yet.
+  Status ensure_staged(StagedObject& obj, const ObjectVersion& version);
+  // After a successful upload or copy: the namespace and the caches learn the new version.
+  void committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj, const ObjectInfo& info);
+  Status do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
+  Status rename_dir(const std::string& from_key, const std::string& to_key);
+  void apply_staged(Attr& a);
+  int64_t wall_sec() const;
+
+  Uploader* const uploader_;
+  // Lets write-through callbacks (on the uploader's threads) reach this object only while it
+  // lives: the destructor clears fs under mu.
+  struct Liveness {
+    std::mutex mu;
+    Filesystem* fs = nullptr;
+  };
+  std::shared_ptr<Liveness> liveness_ = std::make_shared<Liveness>();
+  std::mutex writes_mu_;  // protects writes_
+  std::unordered_map<uint64_t, WriteEntry> writes_;
 
   std::mutex open_mu_;  // protects last_open_etag_
   // ETag each inode had when last opened, to decide keep_cache.

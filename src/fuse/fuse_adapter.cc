@@ -7,7 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <ctime>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -72,6 +75,8 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_ASYNC_READ);
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_PARALLEL_DIROPS);
+  // O_TRUNC arrives with open(), not as a separate truncate that would upload an empty object.
+  want(FUSE_CAP_ATOMIC_O_TRUNC);
   // Page-cache coherence is ours to manage with keep_cache per open (by ETag).
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 }
@@ -186,7 +191,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->keep_cache = r->keep_cache ? 1 : 0;
   fi->fh = reinterpret_cast<uint64_t>(r->handle.release());
-  if (fuse_reply_open(req, fi) == -ENOENT) delete reinterpret_cast<FileHandle*>(fi->fh);
+  if (fuse_reply_open(req, fi) == -ENOENT) {
+    session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
+  }
 }
 
 void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
@@ -207,7 +214,7 @@ void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_fi
 }
 
 void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-  delete reinterpret_cast<FileHandle*>(fi->fh);
+  session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
   fuse_reply_err(req, 0);
 }
 
@@ -249,24 +256,119 @@ void op_listxattr(fuse_req_t req, fuse_ino_t /*ino*/, size_t size) {
   else fuse_reply_buf(req, nullptr, 0);
 }
 
-void reply_read_only(fuse_req_t req) { reply_status(req, session_of(req).fs.check_writable()); }
+void reply_entry(fuse_req_t req, const Result<Attr>& r) {
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fuse_entry_param e = to_entry(session_of(req), *r);
+  fuse_reply_entry(req, &e);
+}
 
-void op_mkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { reply_read_only(req); }
-void op_mknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { reply_read_only(req); }
-void op_unlink(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
-void op_rmdir(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
-void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { reply_read_only(req); }
-void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { reply_read_only(req); }
-void op_rename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned) {
-  reply_read_only(req);
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  Session& s = session_of(req);
+  if (!S_ISREG(mode)) {
+    fuse_reply_err(req, EPERM);
+    return;
+  }
+  auto r = s.fs.create(parent, name, fi->flags);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fuse_entry_param e = to_entry(s, r->attr);
+  fi->keep_cache = 0;
+  fi->fh = reinterpret_cast<uint64_t>(r->open.handle.release());
+  if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+    s.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
+  }
 }
-void op_create(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) { reply_read_only(req); }
-void op_setattr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) { reply_read_only(req); }
-void op_write(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
-  reply_read_only(req);
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t /*rdev*/) {
+  Session& s = session_of(req);
+  if (!S_ISREG(mode)) {
+    Status st = s.fs.check_writable();
+    return reply_status(req, st.is_ok() ? Status(Errc::kNotPermitted, "only regular files") : st);
+  }
+  // A regular file by mknod: created and closed at once (an empty object).
+  auto r = s.fs.create(parent, name, O_WRONLY | O_EXCL);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  Status st = s.fs.flush(*r->open.handle);
+  Attr attr = r->attr;
+  s.fs.release(std::move(r->open.handle));
+  if (!st.is_ok()) return reply_status(req, st);
+  fuse_entry_param e = to_entry(s, attr);
+  fuse_reply_entry(req, &e);
 }
-void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) { reply_read_only(req); }
-void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) { reply_read_only(req); }
+
+void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
+  auto r = session_of(req).fs.write(*handle, static_cast<uint64_t>(off),
+                                    std::span(reinterpret_cast<const std::byte*>(buf), size));
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fuse_reply_write(req, *r);
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
+  // Every close() of a descriptor: uploads what its writes changed, and says whether that
+  // worked (close's return value).
+  auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
+  if (!handle->writable()) {
+    fuse_reply_err(req, 0);
+    return;
+  }
+  reply_status(req, session_of(req).fs.flush(*handle));
+}
+
+void op_fsync(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/, fuse_file_info* fi) {
+  auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
+  reply_status(req, session_of(req).fs.flush(*handle));
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  Session& s = session_of(req);
+  SetAttrRequest r;
+  if (to_set & FUSE_SET_ATTR_SIZE) r.size = static_cast<uint64_t>(attr->st_size);
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    r.mtime_sec = static_cast<int64_t>(::time(nullptr));
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    r.mtime_sec = attr->st_mtim.tv_sec;
+  }
+  r.mode_or_owner = (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) != 0;
+  auto* handle = fi != nullptr ? reinterpret_cast<FileHandle*>(fi->fh) : nullptr;
+  auto res = s.fs.setattr(ino, r, handle);
+  if (!res.is_ok()) return reply_status(req, res.status());
+  struct stat st = to_stat(*res);
+  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
+  reply_entry(req, session_of(req).fs.mkdir(parent, name));
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  reply_status(req, session_of(req).fs.unlink(parent, name));
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  reply_status(req, session_of(req).fs.rmdir(parent, name));
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+               const char* new_name, unsigned flags) {
+  reply_status(req, session_of(req).fs.rename(parent, name, new_parent, new_name, flags));
+}
+
+// Symlinks and hard links have no S3 counterpart: EPERM, as POSIX says for a filesystem
+// that does not support them. Extended attributes cannot be set: ENOTSUP.
+void reply_not_permitted(fuse_req_t req) {
+  Status st = session_of(req).fs.check_writable();
+  reply_status(req, st.is_ok() ? Status(Errc::kNotPermitted, "not supported") : st);
+}
+void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { reply_not_permitted(req); }
+void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { reply_not_permitted(req); }
+void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  Status st = session_of(req).fs.check_writable();
+  reply_status(req, st.is_ok() ? Status(Errc::kNotSupported, "no extended attributes") : st);
+}
+void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) {
+  Status st = session_of(req).fs.check_writable();
+  reply_status(req, st.is_ok() ? Status(Errc::kNotSupported, "no extended attributes") : st);
+}
 
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops ops{};
@@ -295,6 +397,8 @@ fuse_lowlevel_ops make_ops() {
   ops.create = op_create;
   ops.setattr = op_setattr;
   ops.write = op_write;
+  ops.flush = op_flush;
+  ops.fsync = op_fsync;
   ops.setxattr = op_setxattr;
   ops.removexattr = op_removexattr;
   return ops;

@@ -111,6 +111,16 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
             [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
 
   std::lock_guard lock(mu_);
+  // Files created here and not uploaded yet belong in the listing too.
+  for (const auto& [ino, _] : local_inos_) {
+    const Node& n = nodes_.at(ino);
+    if (dir_name(n.path) != dir_path) continue;
+    DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, ""};
+    auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
+                               [](const DirEntry& a, const std::string& b) { return a.name < b; });
+    if (it != listing->entries.end() && it->name == e.name) *it = std::move(e);
+    else listing->entries.insert(it, std::move(e));
+  }
   skipped_keys_ += skipped;
   // Keep the cache from growing without bound: drop stale listings now and then.
   if (listings_.size() > 4096) {
@@ -194,6 +204,14 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     if (!pit->second.is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
     parent_path = pit->second.path;
     path = child_path(parent_path, name);
+    auto nit = ino_by_path_.find(path);
+    if (nit != ino_by_path_.end()) {
+      Node& n = nodes_.at(nit->second);
+      if (n.local) {
+        ++n.nlookup;
+        return attr_of(n, options_.dir_mtime_sec);
+      }
+    }
     auto lit = listings_.find(pit->second.path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
       listing = lit->second.listing;
@@ -221,6 +239,187 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   return upsert_node(parent, path, e, asked_at);
 }
 
+std::string_view Metadata::base_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::string_view Metadata::dir_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+}
+
+Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_view name) const {
+  if (!is_valid_name(name)) return Status(Errc::kInvalidArgument, "invalid name");
+  auto pit = nodes_.find(parent);
+  if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");
+  if (!pit->second.is_dir) return Status(Errc::kNotDirectory, "parent is not a directory");
+  return child_path(pit->second.path, name);
+}
+
+void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name, const DirEntry* entry) {
+  auto lit = listings_.find(dir_path);
+  if (lit == listings_.end()) return;
+  auto edited = std::make_shared<DirListing>(*lit->second.listing);
+  auto& v = edited->entries;
+  auto it = std::lower_bound(v.begin(), v.end(), name, [](const DirEntry& a, std::string_view b) { return a.name < b; });
+  const bool found = it != v.end() && it->name == name;
+  if (entry == nullptr) {
+    if (found) v.erase(it);
+  } else if (found) {
+    *it = *entry;
+  } else {
+    v.insert(it, *entry);
+  }
+  lit->second.listing = std::move(edited);
+}
+
+Result<NodeAttr> Metadata::peek(uint64_t parent, std::string_view name) {
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr a, lookup(parent, name));
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(a.ino);
+  // Drop the reference lookup() counted, but keep the node: the caller is about to use it.
+  if (it != nodes_.end() && it->second.nlookup > 0) --it->second.nlookup;
+  return a;
+}
+
+Result<std::string> Metadata::child_key(uint64_t parent, std::string_view name, bool is_dir) {
+  std::lock_guard lock(mu_);
+  WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
+  return is_dir ? dir_key(path) : file_key(path);
+}
+
+Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec) {
+  std::lock_guard lock(mu_);
+  WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
+  auto it = ino_by_path_.find(path);
+  Node* n = nullptr;
+  if (it != ino_by_path_.end() && !nodes_.at(it->second).is_dir) n = &nodes_.at(it->second);
+  if (n == nullptr) {
+    Node fresh_node;
+    fresh_node.ino = next_ino_++;
+    fresh_node.parent = parent;
+    fresh_node.path = path;
+    auto [nit, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
+    ino_by_path_[path] = nit->first;
+    n = &nit->second;
+  }
+  n->is_dir = false;
+  n->size = 0;
+  n->etag.clear();
+  n->mtime_sec = mtime_sec;
+  n->validated_at = clock_.now();
+  n->local = true;
+  ++n->nlookup;
+  local_inos_[n->ino] = true;
+  DirEntry e{std::string(name), false, 0, mtime_sec, ""};
+  edit_listing_locked(std::string(dir_name(path)), name, &e);
+  return attr_of(*n, options_.dir_mtime_sec);
+}
+
+Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name) {
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
+    DirEntry e{std::string(name), true, 0, options_.dir_mtime_sec, ""};
+    edit_listing_locked(std::string(dir_name(path)), name, &e);
+    // A new directory is empty: no need to list it.
+    auto empty = std::make_shared<DirListing>();
+    empty->listed_at = clock_.now();
+    listings_[path] = CachedListing{empty};
+  }
+  DirEntry e{std::string(name), true, 0, options_.dir_mtime_sec, ""};
+  return upsert_node(parent, path, e, clock_.now());
+}
+
+void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  Node& n = it->second;
+  n.size = size;
+  n.etag = etag;
+  n.mtime_sec = mtime_sec;
+  n.validated_at = clock_.now();
+  n.local = false;
+  local_inos_.erase(ino);
+  auto pit = ino_by_path_.find(n.path);
+  if (pit == ino_by_path_.end() || pit->second != ino) return;  // unlinked meanwhile
+  DirEntry e{std::string(base_name(n.path)), false, size, mtime_sec, etag};
+  edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
+}
+
+void Metadata::set_mtime(uint64_t ino, int64_t mtime_sec) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || it->second.is_dir) return;
+  it->second.mtime_sec = mtime_sec;
+}
+
+void Metadata::removed(uint64_t parent, std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto path = child_path_locked(parent, name);
+  if (!path.is_ok()) return;
+  auto it = ino_by_path_.find(*path);
+  if (it != ino_by_path_.end()) {
+    local_inos_.erase(it->second);
+    nodes_.at(it->second).local = false;
+    ino_by_path_.erase(it);  // the node itself lives until the kernel forgets it
+  }
+  listings_.erase(*path);
+  edit_listing_locked(std::string(dir_name(*path)), name, nullptr);
+}
+
+void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name) {
+  std::lock_guard lock(mu_);
+  auto from = child_path_locked(parent, name);
+  auto to = child_path_locked(new_parent, new_name);
+  if (!from.is_ok() || !to.is_ok()) return;
+  auto dst = ino_by_path_.find(*to);
+  if (dst != ino_by_path_.end()) {
+    local_inos_.erase(dst->second);
+    ino_by_path_.erase(dst);
+  }
+  auto src = ino_by_path_.find(*from);
+  if (src == ino_by_path_.end()) return;
+  const uint64_t ino = src->second;
+  ino_by_path_.erase(src);
+  Node& n = nodes_.at(ino);
+  n.path = *to;
+  n.parent = new_parent;
+  ino_by_path_[*to] = ino;
+  DirEntry e{std::string(new_name), n.is_dir, n.is_dir ? 0 : n.size, n.mtime_sec, n.etag};
+  if (n.is_dir) {
+    // Every node below moves with it; listings below are dropped (listed again when asked).
+    const std::string old_prefix = *from + "/";
+    for (auto& [child_ino, child] : nodes_) {
+      if (child.path.rfind(old_prefix, 0) != 0) continue;
+      auto cit = ino_by_path_.find(child.path);
+      if (cit != ino_by_path_.end() && cit->second == child_ino) ino_by_path_.erase(cit);
+      child.path = *to + "/" + child.path.substr(old_prefix.size());
+      ino_by_path_[child.path] = child_ino;
+    }
+    for (auto lit = listings_.begin(); lit != listings_.end();) {
+      const bool below = lit->first == *from || lit->first.rfind(old_prefix, 0) == 0 ||
+                         lit->first == *to || lit->first.rfind(*to + "/", 0) == 0;
+      lit = below ? listings_.erase(lit) : std::next(lit);
+    }
+  }
+  edit_listing_locked(std::string(dir_name(*from)), name, nullptr);
+  edit_listing_locked(std::string(dir_name(*to)), new_name, &e);
+}
+
+bool Metadata::has_local_children(uint64_t dir_ino) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(dir_ino);
+  if (it == nodes_.end()) return false;
+  for (const auto& [ino, _] : local_inos_) {
+    if (dir_name(nodes_.at(ino).path) == it->second.path) return true;
+  }
+  return false;
+}
+
 void Metadata::forget(uint64_t ino, uint64_t n) {
   if (ino == kRootIno) return;
   std::lock_guard lock(mu_);
@@ -231,6 +430,7 @@ void Metadata::forget(uint64_t ino, uint64_t n) {
   if (node.nlookup > 0) return;
   auto pit = ino_by_path_.find(node.path);
   if (pit != ino_by_path_.end() && pit->second == ino) ino_by_path_.erase(pit);
+  local_inos_.erase(ino);
   nodes_.erase(it);
 }
 
@@ -247,7 +447,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(ino);
     if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-    if (it->second.is_dir || fresh(it->second.validated_at)) {
+    if (it->second.is_dir || it->second.local || fresh(it->second.validated_at)) {
       return attr_of(it->second, options_.dir_mtime_sec);
     }
     path = it->second.path;

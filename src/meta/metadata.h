@@ -103,6 +103,32 @@ class Metadata {
   // Full object key of a node.
   Result<std::string> key_of(uint64_t ino);
 
+  // ---- Changes this mount makes (the write path) ----------------------------------------
+  // Each is applied to the node table and to cached listings in place, once the bucket has
+  // the change (or, for a file not uploaded yet, at once), so lookups and listings show it
+  // without asking the bucket.
+
+  // As lookup(), without counting a kernel reference (for the filesystem's own checks).
+  Result<NodeAttr> peek(uint64_t parent, std::string_view name);
+  // Key a child of parent would have: "prefix/a/b", or "prefix/a/b/" for a directory.
+  Result<std::string> child_key(uint64_t parent, std::string_view name, bool is_dir);
+  // A file created here, not in the bucket yet (its first upload is to come): lookups and
+  // listings show it with size 0 until file_changed(). Counts a kernel reference.
+  Result<NodeAttr> add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec);
+  // A directory created here (its marker is in the bucket). Counts a kernel reference.
+  Result<NodeAttr> add_dir(uint64_t parent, std::string_view name);
+  // The bucket now holds this version of the file (after an upload).
+  void file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec);
+  // mtime set by utimens: kept while the node is known and its ETag unchanged.
+  void set_mtime(uint64_t ino, int64_t mtime_sec);
+  // The entry is gone from the bucket (unlink, rmdir).
+  void removed(uint64_t parent, std::string_view name);
+  // The entry moved (rename): its node, and for a directory every node below, take the new
+  // path; a node at the destination is replaced.
+  void renamed(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name);
+  // True if the directory holds files created here and not uploaded yet.
+  bool has_local_children(uint64_t dir_ino) const;
+
   MetaCounters counters() const;
   const MetaOptions& options() const { return options_; }
 
@@ -117,6 +143,7 @@ class Metadata {
     std::string etag;
     std::chrono::steady_clock::time_point validated_at;
     uint64_t nlookup = 0;
+    bool local = false;  // created here, not in the bucket yet
   };
   struct CachedListing {
     DirListingPtr listing;
@@ -151,6 +178,13 @@ class Metadata {
   NodeAttr upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                        std::chrono::steady_clock::time_point seen_at);
   static NodeAttr attr_of(const Node& n, int64_t dir_mtime);
+  // Path of a child of a known directory; mu_ held.
+  Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
+  // Replaces (or adds, or with remove drops) name's entry in dir_path's cached listing, if
+  // there is one; mu_ held.
+  void edit_listing_locked(const std::string& dir_path, std::string_view name, const DirEntry* entry);
+  static std::string_view base_name(std::string_view path);
+  static std::string_view dir_name(std::string_view path);
 
   ObjectStore& store_;
   Clock& clock_;
@@ -162,6 +196,7 @@ class Metadata {
   std::unordered_map<std::string, uint64_t> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
+  std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;
 };

@@ -40,9 +40,12 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+PROXY = REPO / "tools" / "s3proxy"  # the fault and latency proxy
 WARMFS = Path(os.environ.get("WARMFS_BIN") or REPO / "build" / "src" / "cli" / "warmfs")
 S3RVER_JS = REPO / "node_modules" / "s3rver" / "bin" / "s3rver.js"
 MOTO_WRAPPER = REPO / "tools" / "lib" / "moto_server.py"
@@ -324,6 +327,70 @@ class S3rver(_Server):
 
     def client(self, key: str | None = None, secret: str | None = None):
         return s3_client(self.endpoint, key or self.key, secret or self.secret)
+
+
+class S3Proxy(_Server):
+    """tools/s3proxy in front of `upstream`, on ports it picks (read from its port files). As
+    a server for mount it has the upstream's credentials and its own endpoint."""
+
+    name = "s3proxy"
+    _counter = 0
+
+    def __init__(self, upstream: _Server, args: list[str] = ()) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.key, self.secret = upstream.key, upstream.secret
+        self.args = list(args)
+        self.control_port = 0
+
+    def start(self, ready_timeout: float = 15.0) -> "S3Proxy":
+        S3Proxy._counter += 1
+        self.workdir = Path(tempfile.mkdtemp(prefix="warmfs-s3proxy-"))
+        port_file, control_file = self.workdir / "port", self.workdir / "control-port"
+        self.log = log_dir("servers") / f"s3proxy-{S3Proxy._counter:02d}.log"
+        argv = [str(PROXY), "--listen", "127.0.0.1:0",
+                "--upstream", f"127.0.0.1:{self.upstream.port}", "--port-file", str(port_file),
+                "--control-port-file", str(control_file), "--seed", "1", "--verbose",
+                *self.args]
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(argv, env={"PATH": BASE_PATH, "LANG": "C.UTF-8"},
+                                         stdin=subprocess.DEVNULL, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        with _live_lock:
+            _live_procs[self.proc.pid] = self.proc
+        deadline = time.monotonic() + ready_timeout
+        while not (port_file.exists() and control_file.exists()):
+            if self.proc.poll() is not None:
+                raise HarnessError(f"s3proxy exited with {self.proc.returncode}; log:\n"
+                                           f"{_tail(self.log)}")
+            if time.monotonic() > deadline:
+                raise HarnessError(f"s3proxy wrote no port files in {ready_timeout}s")
+            time.sleep(0.02)
+        self.port = int(port_file.read_text())
+        self.control_port = int(control_file.read_text())
+        return self
+
+    def _control(self, method: str, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{self.control_port}{path}", data=data,
+                                     method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.load(r)
+        except urllib.error.HTTPError as e:
+            raise AssertionError(f"s3proxy {method} {path}: {e.code} {e.read()!r}") from None
+
+    def set_faults(self, specs: list[str]) -> None:
+        self._control("POST", "/faults", specs)
+
+    def clear_faults(self) -> None:
+        self._control("DELETE", "/faults")
+
+    def stats(self) -> dict:
+        return self._control("GET", "/stats")
+
+    def injected(self) -> dict[str, int]:
+        return {f["spec"]: f["injected"] for f in self.stats()["faults"]}
 
 
 def start_server(case_or_module_cleanup, server: _Server) -> _Server:

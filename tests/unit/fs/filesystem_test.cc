@@ -90,10 +90,10 @@ TEST_CASE("attributes carry the configured owner and modes", "[fs]") {
   f.bucket.put_object("d/file", "12345");
   auto d = f.resolve("d");
   REQUIRE(d.is_ok());
-  CHECK(d->mode == (S_IFDIR | 0555));
+  CHECK(d->mode == (S_IFDIR | 0755));
   auto file = f.resolve("d/file");
   REQUIRE(file.is_ok());
-  CHECK(file->mode == (S_IFREG | 0444));
+  CHECK(file->mode == (S_IFREG | 0644));
   CHECK(file->size == 5);
   CHECK(file->uid == 1000);
   CHECK(file->gid == 100);
@@ -130,7 +130,7 @@ TEST_CASE("reads are byte-exact at every offset, length and piece size", "[fs]")
   CHECK(f.read_all(*eh->handle, 0, 4096).empty());
 }
 
-TEST_CASE("writes are refused with kReadOnly", "[fs]") {
+TEST_CASE("without an uploader, writes are refused with kReadOnly", "[fs]") {
   Fixture f;
   f.bucket.put_object("a", "1");
   auto a = f.resolve("a");

@@ -1,0 +1,356 @@
+// The write side of the filesystem core: staged files and their uploads, and the namespace
+// changes (mkdir, unlink, rmdir, rename). docs/posix.md describes the semantics.
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "fs/filesystem.h"
+
+namespace warmfs {
+namespace {
+
+// fsync/close report EIO for a failed upload, ENOSPC when the staging disk is full.
+Status as_flush_error(const Status& st) {
+  if (st.is_ok() || st.code() == Errc::kNoSpace) return st;
+  return Status(Errc::kIo, st.message());
+}
+
+}  // namespace
+
+int64_t Filesystem::wall_sec() const { return std::chrono::system_clock::to_time_t(clock_.wall_now()); }
+
+std::shared_ptr<StagedObject> Filesystem::hold_staged(uint64_t ino, const std::string& key) {
+  std::lock_guard lock(writes_mu_);
+  WriteEntry& e = writes_[ino];
+  if (!e.object) e.object = uploader_->make(key);
+  ++e.handles;
+  return e.object;
+}
+
+std::shared_ptr<StagedObject> Filesystem::find_staged(uint64_t ino) {
+  std::lock_guard lock(writes_mu_);
+  auto it = writes_.find(ino);
+  return it == writes_.end() ? nullptr : it->second.object;
+}
+
+void Filesystem::unhold_staged(uint64_t ino) {
+  {
+    std::lock_guard lock(writes_mu_);
+    auto it = writes_.find(ino);
+    if (it != writes_.end() && it->second.handles > 0) {
+      if (--it->second.handles == 0) it->second.keep_until = clock_.now() + kKeepStagedAfterClose;
+    }
+  }
+  sweep_staged();
+}
+
+void Filesystem::sweep_staged() {
+  std::vector<std::shared_ptr<StagedObject>> dropped;  // released after the lock
+  std::lock_guard lock(writes_mu_);
+  const auto now = clock_.now();
+  // Staged copies kept after their last close go once their time is up.
+  for (auto e = writes_.begin(); e != writes_.end();) {
+    const WriteEntry& w = e->second;
+    if (w.handles == 0 && now >= w.keep_until && !w.object->dirty() && !w.object->write_through_pending()) {
+      dropped.push_back(e->second.object);
+      e = writes_.erase(e);
+    } else {
+      ++e;
+    }
+  }
+}
+
+void Filesystem::apply_staged(Attr& a) {
+  if (a.is_dir) return;
+  auto obj = find_staged(a.ino);
+  if (!obj || !obj->staged()) return;
+  a.size = obj->size();
+  a.mtime_sec = obj->mtime_sec();
+}
+
+Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version) {
+  if (obj.staged()) return Status::ok();
+  if (version.size == 0) {
+    // Nothing to copy: an empty staged copy is the same object, not a change.
+    return obj.stage_from(0, [](uint64_t, std::span<std::byte>) -> Result<size_t> { return size_t{0}; });
+  }
+  // Modifying an existing object: stage its bytes (through the caches), change them, and
+  // upload the whole object at flush.
+  auto reader = read_path_.open(version);
+  return obj.stage_from(version.size, [&reader](uint64_t off, std::span<std::byte> out) {
+    return reader->read(off, out);
+  });
+}
+
+void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj, const ObjectInfo& info) {
+  if (info.etag.empty()) return;  // nothing was uploaded
+  meta_.file_changed(ino, info.size, info.etag, info.mtime_sec);
+  obj->write_through(info, [live = liveness_] {
+    std::lock_guard lock(live->mu);
+    if (live->fs != nullptr) live->fs->sweep_staged();
+  });
+}
+
+Status Filesystem::do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& obj) {
+  if (!obj->dirty()) return Status::ok();
+  auto r = obj->flush();
+  if (!r.is_ok()) return as_flush_error(r.status());
+  committed(ino, obj, *r);
+  return Status::ok();
+}
+
+Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, int flags) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  auto existing = meta_.peek(parent, name);
+  if (existing.is_ok()) {
+    // The kernel thought the name free (a stale negative entry) or asked for O_EXCL.
+    if ((flags & O_EXCL) != 0) return Status(Errc::kExists, "file exists");
+    if (existing->is_dir) return Status(Errc::kIsDirectory, "is a directory");
+    WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));  // the kernel's reference
+    WARMFS_ASSIGN_OR_RETURN(OpenResult o, open(n.ino, flags));
+    CreateResult r{attr_from(n), std::move(o)};
+    apply_staged(r.attr);
+    return r;
+  }
+  if (existing.code() != Errc::kNotFound) return std::move(existing).take_status();
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_local_file(parent, name, wall_sec()));
+  opens_.fetch_add(1, std::memory_order_relaxed);
+  ObjectVersion v{key, "", 0};
+  auto handle = std::make_unique<FileHandle>(n.ino, v, read_path_.open(v));
+  handle->staged_ = hold_staged(n.ino, key);
+  handle->writable_ = true;
+  // A new file is a change even if nothing is written: close() creates the object.
+  Status st = handle->staged_->stage_empty();
+  if (!st.is_ok()) {
+    release(std::move(handle));
+    meta_.removed(parent, name);
+    return st;
+  }
+  CreateResult r{attr_from(n), OpenResult{std::move(handle), false}};
+  return r;
+}
+
+Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset, std::span<const std::byte> data) {
+  if (!handle.writable() || !handle.staged()) return Status(Errc::kInvalidArgument, "not open for writing");
+  StagedObject& obj = *handle.staged();
+  WARMFS_RETURN_IF_ERROR(ensure_staged(obj, handle.version()));
+  WARMFS_RETURN_IF_ERROR(obj.write(offset, data));
+  return data.size();
+}
+
+Status Filesystem::flush(FileHandle& handle) {
+  if (!handle.staged()) return Status::ok();
+  return do_flush(handle.ino(), handle.staged());
+}
+
+void Filesystem::release(std::unique_ptr<FileHandle> handle) {
+  if (!handle) return;
+  const uint64_t ino = handle->ino();
+  if (handle->staged()) {
+    auto obj = handle->staged();
+    bool last = false;
+    {
+      std::lock_guard lock(writes_mu_);
+      auto it = writes_.find(ino);
+      last = it != writes_.end() && it->second.handles <= 1;
+    }
+    if (last && obj->dirty()) {
+      // Nothing can fsync this data any more. Changes no flush has tried yet (a descriptor
+      // closed without close() reaching us) get one upload; after a failure close() already
+      // reported, give up: the bucket keeps the old object (or none).
+      Status st = obj->unattempted_changes() ? do_flush(ino, obj)
+                                             : Status(Errc::kIo, "the upload at close() failed");
+      if (!st.is_ok()) {
+        log::error("giving up on {:?}: its last handle closed and the upload failed: {}", obj->key(),
+                   st.to_string());
+        obj->discard();
+      }
+    }
+    handle.reset();
+    unhold_staged(ino);
+  }
+}
+
+Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, FileHandle* handle) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
+  if (request.size && n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
+  if (request.size) {
+    std::shared_ptr<StagedObject> obj;
+    const bool own = handle == nullptr || !handle->staged();
+    WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
+    obj = own ? hold_staged(ino, key) : handle->staged();
+    Status st;
+    if (*request.size == 0) {
+      st = obj->stage_empty();
+    } else {
+      st = ensure_staged(*obj, own ? ObjectVersion{key, n.etag, n.size} : handle->version());
+      if (st.is_ok()) st = obj->truncate(*request.size);
+    }
+    // truncate(2) of a path has no close to come: make it durable now.
+    if (st.is_ok() && own) st = do_flush(ino, obj);
+    if (own) unhold_staged(ino);
+    if (!st.is_ok()) return own ? as_flush_error(st) : st;
+  }
+  if (request.mtime_sec) {
+    meta_.set_mtime(ino, *request.mtime_sec);
+    if (auto obj = find_staged(ino)) obj->set_mtime(*request.mtime_sec);
+  }
+  return getattr(ino);
+}
+
+Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  auto existing = meta_.peek(parent, name);
+  if (existing.is_ok()) return Status(Errc::kExists, "file exists");
+  if (existing.code() != Errc::kNotFound) return std::move(existing).take_status();
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, true));
+  // The "dir/" marker object makes an empty directory exist in the bucket.
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.put(key, {}, PutOptions{}));
+  (void)info;
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_dir(parent, name));
+  return attr_from(n);
+}
+
+Status Filesystem::unlink(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.peek(parent, name));
+  if (n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
+  if (auto obj = find_staged(n.ino)) obj->discard();  // open handles write on into nothing
+  WARMFS_RETURN_IF_ERROR(store_.remove(key));
+  meta_.removed(parent, name);
+  {
+    std::lock_guard lock(writes_mu_);
+    auto it = writes_.find(n.ino);
+    if (it != writes_.end() && it->second.handles == 0) writes_.erase(it);
+  }
+  return Status::ok();
+}
+
+Status Filesystem::rmdir(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.peek(parent, name));
+  if (!n.is_dir) return Status(Errc::kNotDirectory, "not a directory");
+  if (meta_.has_local_children(n.ino)) return Status(Errc::kNotEmpty, "directory not empty");
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, true));
+  // Empty means: nothing under the prefix but the directory's own marker.
+  ListRequest req{key, "/", "", 2};
+  WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
+  if (!page.common_prefixes.empty()) return Status(Errc::kNotEmpty, "directory not empty");
+  for (const ObjectInfo& o : page.objects) {
+    if (o.key != key) return Status(Errc::kNotEmpty, "directory not empty");
+  }
+  WARMFS_RETURN_IF_ERROR(store_.remove(key));
+  meta_.removed(parent, name);
+  return Status::ok();
+}
+
+Status Filesystem::rename_dir(const std::string& from_key, const std::string& to_key) {
+  // Every key under the prefix, copied then deleted: not atomic (docs/posix.md). Copies go
+  // first, so a failure part way leaves every object at least at its old name.
+  std::vector<std::string> keys;
+  ListRequest req{from_key, "", "", 1000};
+  while (true) {
+    WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
+    for (auto& o : page.objects) keys.push_back(std::move(o.key));
+    if (!page.truncated) break;
+    req.continuation_token = page.next_token;
+  }
+  for (const std::string& k : keys) {
+    WARMFS_ASSIGN_OR_RETURN(ObjectInfo copied, store_.copy(k, to_key + k.substr(from_key.size()), ""));
+    (void)copied;
+  }
+  WARMFS_ASSIGN_OR_RETURN(std::vector<DeleteError> failed, store_.remove_many(keys));
+  if (!failed.empty()) {
+    return Status(Errc::kIo, "renamed, but could not delete " + failed.front().key + ": " + failed.front().code);
+  }
+  // Staged files below now live under the new prefix.
+  std::lock_guard lock(writes_mu_);
+  for (auto& [ino, e] : writes_) {
+    const std::string k = e.object->key();
+    if (k.rfind(from_key, 0) == 0) e.object->set_key(to_key + k.substr(from_key.size()));
+  }
+  return Status::ok();
+}
+
+Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                          std::string_view new_name, unsigned flags) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  if ((flags & RENAME_EXCHANGE) != 0) return Status(Errc::kInvalidArgument, "RENAME_EXCHANGE is not supported");
+  if ((flags & ~unsigned{RENAME_NOREPLACE}) != 0) return Status(Errc::kInvalidArgument, "unsupported rename flags");
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr src, meta_.peek(parent, name));
+  auto dst = meta_.peek(new_parent, new_name);
+  if (!dst.is_ok() && dst.code() != Errc::kNotFound) return std::move(dst).take_status();
+  if (dst.is_ok()) {
+    if (dst->ino == src.ino) return Status::ok();
+    if ((flags & RENAME_NOREPLACE) != 0) return Status(Errc::kExists, "file exists");
+    if (src.is_dir && !dst->is_dir) return Status(Errc::kNotDirectory, "not a directory");
+    if (!src.is_dir && dst->is_dir) return Status(Errc::kIsDirectory, "is a directory");
+  }
+  WARMFS_ASSIGN_OR_RETURN(std::string from, meta_.child_key(parent, name, src.is_dir));
+  WARMFS_ASSIGN_OR_RETURN(std::string to, meta_.child_key(new_parent, new_name, src.is_dir));
+  if (src.is_dir) {
+    if (to.rfind(from, 0) == 0) return Status(Errc::kInvalidArgument, "cannot move a directory into itself");
+    if (dst.is_ok()) {
+      // Replacing a directory: only an empty one (POSIX).
+      ListRequest req{to, "/", "", 2};
+      WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
+      bool empty = page.common_prefixes.empty() && !meta_.has_local_children(dst->ino);
+      for (const ObjectInfo& o : page.objects) empty = empty && o.key == to;
+      if (!empty) return Status(Errc::kNotEmpty, "directory not empty");
+    }
+    // Files written below go to the bucket first, so the copy takes their bytes.
+    std::vector<std::pair<uint64_t, std::shared_ptr<StagedObject>>> below;
+    {
+      std::lock_guard lock(writes_mu_);
+      for (auto& [ino, e] : writes_) {
+        if (e.object->key().rfind(from, 0) == 0) below.emplace_back(ino, e.object);
+      }
+    }
+    for (auto& [ino, obj] : below) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(ino, obj)));
+    WARMFS_RETURN_IF_ERROR(rename_dir(from, to));
+    meta_.renamed(parent, name, new_parent, new_name);
+    return Status::ok();
+  }
+
+  // A file: its bytes go to the bucket first (if written here and not flushed), then a
+  // server-side copy (multipart above 5 GiB) to the new key, then the old key is deleted.
+  auto obj = find_staged(src.ino);
+  if (obj) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(src.ino, obj)));
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr current, meta_.getattr(src.ino));
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.copy(from, to, current.etag));
+  WARMFS_RETURN_IF_ERROR(store_.remove(from));
+  if (dst.is_ok()) {
+    if (auto replaced = find_staged(dst->ino)) replaced->discard();
+  }
+  meta_.renamed(parent, name, new_parent, new_name);
+  info.key = to;
+  meta_.file_changed(src.ino, info.size, info.etag, info.mtime_sec);
+  if (obj) {
+    obj->set_key(to);
+    // The copy has a new ETag: the chunks go into the cache again, under it.
+    committed(src.ino, obj, info);
+  }
+  return Status::ok();
+}
+
+size_t Filesystem::flush_all() {
+  if (uploader_ == nullptr) return 0;
+  std::vector<std::pair<uint64_t, std::shared_ptr<StagedObject>>> all;
+  {
+    std::lock_guard lock(writes_mu_);
+    for (auto& [ino, e] : writes_) all.emplace_back(ino, e.object);
+  }
+  size_t failed = 0;
+  for (auto& [ino, obj] : all) {
+    if (!obj->dirty()) continue;
+    auto r = obj->flush();
+    if (!r.is_ok()) ++failed;
+  }
+  return failed;
+}
+
+}  // namespace warmfs

@@ -1,0 +1,212 @@
+// The core's write operations, with an in-memory bucket and no kernel.
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "cache/memory_cache.h"
+#include "fs/filesystem.h"
+#include "support/fake_clock.h"
+#include "support/fault_injecting_store.h"
+#include "support/memory_object_store.h"
+#include "upload/staging.h"
+
+namespace warmfs {
+namespace {
+
+using Op = FaultInjectingStore::Op;
+
+struct WriteFixture {
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  FaultInjectingStore store{bucket};
+  MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
+  std::string dir;
+  std::unique_ptr<StagingArea> staging;
+  std::unique_ptr<Uploader> uploader;
+  std::unique_ptr<ReadPath> read_path;
+  std::unique_ptr<Metadata> meta;
+  std::unique_ptr<Filesystem> fs;
+
+  explicit WriteFixture(bool read_only = false) {
+    char tmpl[] = "/tmp/warmfs-fs-write-test-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    staging = StagingArea::open(dir, store).value();
+    UploaderOptions uo;
+    uo.bucket = "b";
+    uploader = std::make_unique<Uploader>(store, *staging, &memory, clock, uo);
+    ReadaheadOptions ro;
+    ro.fetch_threads = 2;
+    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
+    meta = std::make_unique<Metadata>(store, clock, MetaOptions{});
+    FsOptions fo;
+    fo.bucket = "b";
+    fo.read_only = read_only;
+    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo, uploader.get());
+  }
+  ~WriteFixture() {
+    fs.reset();
+    uploader.reset();
+    staging.reset();
+    std::filesystem::remove_all(dir);
+  }
+  std::string object(const std::string& key) {
+    auto b = bucket.object_bytes(key);
+    if (!b) return "<absent>";
+    return std::string(reinterpret_cast<const char*>(b->data()), b->size());
+  }
+  Result<size_t> write(FileHandle& h, uint64_t off, std::string_view s) {
+    return fs->write(h, off, std::as_bytes(std::span(s)));
+  }
+  std::vector<std::string> names(uint64_t dir_ino) {
+    auto l = fs->opendir(dir_ino);
+    REQUIRE(l.is_ok());
+    std::vector<std::string> out;
+    for (auto& e : (*l)->entries) out.push_back(e.name);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings show it first", "[fs][write]") {
+  WriteFixture f;
+  auto c = f.fs->create(kRootIno, "new.txt", O_WRONLY | O_CREAT);
+  REQUIRE(c.is_ok());
+  auto& h = *c->open.handle;
+  REQUIRE(f.write(h, 0, "hello").is_ok());
+  // Not in the bucket yet, but the namespace has it, with the written size.
+  CHECK(f.object("new.txt") == "<absent>");
+  auto looked = f.fs->lookup(kRootIno, "new.txt");
+  REQUIRE(looked.is_ok());
+  CHECK(looked->size == 5);
+  CHECK(f.names(kRootIno) == std::vector<std::string>{"new.txt"});
+  std::vector<std::byte> buf(16);
+  auto n = f.fs->read(h, 0, buf);
+  REQUIRE(n.is_ok());
+  CHECK(*n == 5);
+  REQUIRE(f.fs->flush(h).is_ok());
+  CHECK(f.object("new.txt") == "hello");
+  f.fs->release(std::move(c->open.handle));
+  CHECK(f.object("new.txt") == "hello");
+  CHECK(f.fs->stats_json().find("\"bucket_bytes_written\":5") != std::string::npos);
+}
+
+TEST_CASE("fs write: a failed upload is EIO at flush, and the data stays for a retry", "[fs][write]") {
+  WriteFixture f;
+  auto c = f.fs->create(kRootIno, "a", O_WRONLY | O_CREAT);
+  REQUIRE(c.is_ok());
+  REQUIRE(f.write(*c->open.handle, 0, "payload").is_ok());
+  f.store.fail_always(Op::kPut, Status(Errc::kAccessDenied, "AccessDenied"));
+  CHECK(f.fs->flush(*c->open.handle).code() == Errc::kIo);
+  f.store.clear_faults();
+  REQUIRE(f.fs->flush(*c->open.handle).is_ok());
+  CHECK(f.object("a") == "payload");
+  f.fs->release(std::move(c->open.handle));
+}
+
+TEST_CASE("fs write: O_TRUNC, append and in-place change of an existing object", "[fs][write]") {
+  WriteFixture f;
+  f.bucket.put_object("x", "0123456789");
+  auto x = f.fs->lookup(kRootIno, "x");
+  REQUIRE(x.is_ok());
+  {
+    auto o = f.fs->open(x->ino, O_RDWR);
+    REQUIRE(o.is_ok());
+    REQUIRE(f.write(*o->handle, 2, "ab").is_ok());
+    REQUIRE(f.fs->flush(*o->handle).is_ok());
+    f.fs->release(std::move(o->handle));
+  }
+  CHECK(f.object("x") == "01ab456789");
+  {
+    auto o = f.fs->open(x->ino, O_WRONLY | O_TRUNC);
+    REQUIRE(o.is_ok());
+    REQUIRE(f.write(*o->handle, 0, "new").is_ok());
+    REQUIRE(f.fs->flush(*o->handle).is_ok());
+    f.fs->release(std::move(o->handle));
+  }
+  CHECK(f.object("x") == "new");
+  SetAttrRequest t;
+  t.size = 2;
+  auto a = f.fs->setattr(x->ino, t, nullptr);  // truncate(2) of the path: durable at once
+  REQUIRE(a.is_ok());
+  CHECK(a->size == 2);
+  CHECK(f.object("x") == "ne");
+}
+
+TEST_CASE("fs write: mkdir, rmdir, unlink and their errors", "[fs][write]") {
+  WriteFixture f;
+  f.bucket.put_object("d/f", "1");
+  auto made = f.fs->mkdir(kRootIno, "e");
+  REQUIRE(made.is_ok());
+  CHECK(made->is_dir);
+  CHECK(f.object("e/") == "");
+  CHECK(f.fs->mkdir(kRootIno, "e").code() == Errc::kExists);
+  CHECK(f.fs->rmdir(kRootIno, "d").code() == Errc::kNotEmpty);
+  CHECK(f.fs->unlink(kRootIno, "d").code() == Errc::kIsDirectory);
+  REQUIRE(f.fs->lookup(kRootIno, "d").is_ok());
+  auto d = f.fs->lookup(kRootIno, "d");
+  CHECK(f.fs->rmdir(d->ino, "f").code() == Errc::kNotDirectory);
+  REQUIRE(f.fs->unlink(d->ino, "f").is_ok());
+  CHECK(f.object("d/f") == "<absent>");
+  REQUIRE(f.fs->rmdir(kRootIno, "e").is_ok());
+  CHECK(f.object("e/") == "<absent>");
+  CHECK(f.fs->lookup(kRootIno, "e").code() == Errc::kNotFound);
+}
+
+TEST_CASE("fs write: rename of files and directories, with its flags", "[fs][write]") {
+  WriteFixture f;
+  f.bucket.put_object("a", "AAA");
+  f.bucket.put_object("b", "BBB");
+  f.bucket.put_object("dir/x", "X");
+  f.bucket.put_object("dir/sub/y", "Y");
+  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", RENAME_NOREPLACE).code() == Errc::kExists);
+  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", RENAME_EXCHANGE).code() == Errc::kInvalidArgument);
+  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "dir", 0).code() == Errc::kIsDirectory);
+  REQUIRE(f.fs->rename(kRootIno, "a", kRootIno, "b", 0).is_ok());
+  CHECK(f.object("a") == "<absent>");
+  CHECK(f.object("b") == "AAA");
+  REQUIRE(f.fs->rename(kRootIno, "dir", kRootIno, "moved", 0).is_ok());
+  CHECK(f.object("dir/x") == "<absent>");
+  CHECK(f.object("moved/x") == "X");
+  CHECK(f.object("moved/sub/y") == "Y");
+  auto m = f.fs->lookup(kRootIno, "moved");
+  REQUIRE(m.is_ok());
+  auto sub = f.fs->lookup(m->ino, "sub");
+  REQUIRE(sub.is_ok());
+  CHECK(f.fs->lookup(sub->ino, "y").is_ok());
+  CHECK(f.fs->lookup(kRootIno, "dir").code() == Errc::kNotFound);
+}
+
+TEST_CASE("fs write: renaming a file being written uploads it first, then copies", "[fs][write]") {
+  WriteFixture f;
+  auto c = f.fs->create(kRootIno, "step.tmp", O_WRONLY | O_CREAT);
+  REQUIRE(c.is_ok());
+  REQUIRE(f.write(*c->open.handle, 0, "weights").is_ok());
+  REQUIRE(f.fs->rename(kRootIno, "step.tmp", kRootIno, "step", 0).is_ok());
+  CHECK(f.object("step") == "weights");
+  CHECK(f.object("step.tmp") == "<absent>");
+  // Writes after the rename go to the new name.
+  REQUIRE(f.write(*c->open.handle, 7, "+").is_ok());
+  REQUIRE(f.fs->flush(*c->open.handle).is_ok());
+  CHECK(f.object("step") == "weights+");
+  CHECK(f.object("step.tmp") == "<absent>");
+  f.fs->release(std::move(c->open.handle));
+}
+
+TEST_CASE("fs write: a read-only mount refuses every write with kReadOnly", "[fs][write]") {
+  WriteFixture f(true);
+  f.bucket.put_object("a", "A");
+  auto a = f.fs->lookup(kRootIno, "a");
+  REQUIRE(a.is_ok());
+  CHECK(f.fs->open(a->ino, O_WRONLY).code() == Errc::kReadOnly);
+  CHECK(f.fs->create(kRootIno, "n", O_WRONLY).code() == Errc::kReadOnly);
+  CHECK(f.fs->mkdir(kRootIno, "d").code() == Errc::kReadOnly);
+  CHECK(f.fs->unlink(kRootIno, "a").code() == Errc::kReadOnly);
+  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", 0).code() == Errc::kReadOnly);
+  CHECK(f.object("a") == "A");
+}
+
+}  // namespace warmfs
