@@ -95,6 +95,11 @@ int run_stats(const std::string& mountpoint, bool json) {
                 format_size(u(j["disk_write_bytes"])).c_str(), format_size(u(j["evicted_bytes"])).c_str(),
                 (unsigned long long)u(j["corrupt_chunks"]), (unsigned long long)u(j["disk_errors"]));
   }
+  if (j.contains("cache_server_hit_bytes")) {
+    std::printf("  cache servers       %s held, %s fetched for us, %llu errors (%llu chunks from the bucket instead)\n",
+                format_size(u(j["cache_server_hit_bytes"])).c_str(), format_size(u(j["cache_server_miss_bytes"])).c_str(),
+                (unsigned long long)u(j["cache_server_errors"]), (unsigned long long)u(j["cache_server_fallback_chunks"]));
+  }
   const auto& ra = j["readahead"];
   std::printf("  read-ahead          %llu chunks fetched ahead, %llu never read, %s in flight\n",
               (unsigned long long)u(ra["prefetched_chunks"]), (unsigned long long)u(ra["wasted_chunks"]),

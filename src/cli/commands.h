@@ -39,6 +39,11 @@ struct MountArgs {
   std::vector<std::string> prefetch;  // paths to warm right after mounting
   std::string staging_dir;        // files being written; empty: CACHE_DIR/staging or /var/tmp
   uint32_t upload_threads = 4;    // parts uploaded at once
+  // Cache servers (`warmfs serve`) under memory, and their token (cli/serve_command.h).
+  std::vector<std::string> cache_servers;  // base URLs; empty: none
+  std::string token_file;
+  bool insecure_no_token = false;  // talk to servers without a token (tests, trusted networks)
+  std::string cache_server_ca;     // CA bundle for https servers; empty: the system's
 };
 
 int run_mount(const MountArgs& args);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/serve_command.h"
 #include "common/sizes.h"
 
 namespace {
@@ -72,6 +73,12 @@ int main(int argc, char** argv) {
   mount->add_option("--cache-ttl", cache_ttl, "Keep data this long after its last read, e.g. 1h (default: until space is needed)");
   mount->add_option("--prefetch", m.prefetch, "Paths to warm in the background after mounting (comma-separated)")
       ->delimiter(',');
+  mount->add_option("--cache-server", m.cache_servers,
+                    "Cache servers (warmfs serve) read through below memory: URL[,URL...] (docs/cache-server.md)")
+      ->delimiter(',');
+  mount->add_option("--token-file", m.token_file, "File holding the cache servers' token (required with --cache-server)");
+  mount->add_flag("--insecure-no-token", m.insecure_no_token, "Talk to cache servers without a token (trusted networks, tests)");
+  mount->add_option("--cache-server-ca", m.cache_server_ca, "CA bundle that signed https cache servers' certificates");
 
   std::string unmount_point;
   auto* unmount = app.add_subcommand("unmount", "Unmount a warmfs mount and wait for its daemon to finish");
@@ -80,8 +87,40 @@ int main(int argc, char** argv) {
   std::string stats_point;
   bool stats_json = false;
   auto* stats = app.add_subcommand("stats", "Counters of a mount since it started");
-  stats->add_option("mountpoint", stats_point)->required();
+  stats->add_option("mountpoint", stats_point);
   stats->add_flag("--json", stats_json, "One JSON object instead of the human-readable table");
+  std::string stats_server, stats_token_file, stats_ca;
+  bool stats_no_token = false;
+  stats->add_option("--server", stats_server, "A cache server's URL (warmfs serve) instead of a mountpoint");
+  stats->add_option("--token-file", stats_token_file, "The cache server's token (with --server)");
+  stats->add_flag("--insecure-no-token", stats_no_token, "Ask a cache server that runs without a token");
+  stats->add_option("--cache-server-ca", stats_ca, "CA bundle for an https cache server");
+
+  warmfs::cli::ServeArgs sv;
+  std::string serve_cache_size, serve_cache_ttl, serve_memory = "1G", serve_version_check = "60";
+  auto* serve = app.add_subcommand("serve", "Run a cache server: one SSD cache tier shared by many mounts");
+  serve->add_option("--bucket", sv.buckets, "Buckets served, comma-separated; chunks of any other are refused")
+      ->required()
+      ->delimiter(',');
+  serve->add_option("--listen", sv.listen, "HOST:PORT to listen on (default 127.0.0.1:7070; 0.0.0.0:PORT for all)");
+  serve->add_option("--endpoint", sv.endpoint, "S3 endpoint URL, as for mount");
+  serve->add_option("--region", sv.region, "Region for signing, as for mount");
+  serve->add_option("--profile", sv.profile, "Profile in ~/.aws/credentials and ~/.aws/config");
+  serve->add_flag("--no-sign-request", sv.no_sign_request, "Send requests unsigned (public buckets)");
+  serve->add_flag("--path-style", sv.path_style, "Use endpoint/bucket/key URLs");
+  serve->add_option("--cache-dir", sv.cache_dir, "SSD cache tier directory (kept across restarts)")->required();
+  serve->add_option("--cache-size", serve_cache_size, "Most bytes the SSD tier holds (default: 80% of the free space)");
+  serve->add_option("--cache-ttl", serve_cache_ttl, "Keep data this long after its last read, e.g. 12h (default: until space is needed)");
+  serve->add_option("--memory-cache-size", serve_memory, "Memory for hot chunks (default 1G)");
+  serve->add_option("--version-check-interval", serve_version_check,
+                    "Seconds a checked object version is trusted before the server HEADs it again (default 60)");
+  serve->add_option("--token-file", sv.token_file, "File holding the token clients must send (required)");
+  serve->add_flag("--insecure-no-token", sv.insecure_no_token, "Serve without a token (trusted networks, tests)");
+  serve->add_option("--tls-cert", sv.tls_cert, "PEM certificate (chain): serve https");
+  serve->add_option("--tls-key", sv.tls_key, "PEM key of --tls-cert");
+  serve->add_option("--log-level", sv.log_level, "debug, info, warn or error (default info)")
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
+  serve->add_option("--log-file", sv.log_file, "Append logs here (default: stderr)");
 
   std::string prefetch_point;
   std::vector<std::string> prefetch_paths;
@@ -114,8 +153,35 @@ int main(int argc, char** argv) {
       if ((!cache_size.empty() || !cache_ttl.empty()) && m.cache_dir.empty()) {
         throw UsageError{"--cache-size and --cache-ttl need --cache-dir"};
       }
+      if (!m.cache_servers.empty() && m.token_file.empty() && !m.insecure_no_token) {
+        throw UsageError{"--cache-server needs --token-file (or --insecure-no-token on a trusted network)"};
+      }
       m.file_mode = !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (m.read_only ? 0444 : 0644);
       m.dir_mode = !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
+    }
+    if (stats->parsed() && stats_server.empty() == stats_point.empty()) {
+      throw UsageError{"warmfs stats takes a MOUNTPOINT or --server URL"};
+    }
+    if (serve->parsed()) {
+      if (!serve_cache_size.empty()) {
+        auto cs = warmfs::parse_size(serve_cache_size);
+        if (!cs || *cs == 0) throw UsageError{"--cache-size: '" + serve_cache_size + "' is not a size like 100G"};
+        sv.cache_size_bytes = *cs;
+      }
+      if (!serve_cache_ttl.empty()) {
+        auto t = warmfs::parse_duration_seconds(serve_cache_ttl);
+        if (!t) throw UsageError{"--cache-ttl: '" + serve_cache_ttl + "' is not a duration like 30m or 1h"};
+        sv.cache_ttl_sec = *t;
+      }
+      auto ms = warmfs::parse_size(serve_memory);
+      if (!ms || *ms < 16 * warmfs::kMiB) throw UsageError{"--memory-cache-size: '" + serve_memory + "' is not a size of at least 16M"};
+      sv.memory_cache_bytes = *ms;
+      auto vc = warmfs::parse_duration_seconds(serve_version_check);
+      if (!vc) throw UsageError{"--version-check-interval: '" + serve_version_check + "' is not a duration"};
+      sv.version_check_sec = *vc;
+      if (!sv.insecure_no_token && sv.token_file.empty()) {
+        throw UsageError{"warmfs serve needs --token-file (or --insecure-no-token on a trusted network)"};
+      }
     }
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
@@ -138,7 +204,11 @@ int main(int argc, char** argv) {
 
   if (mount->parsed()) return warmfs::cli::run_mount(m);
   if (unmount->parsed()) return warmfs::cli::run_unmount(unmount_point);
+  if (stats->parsed() && !stats_server.empty()) {
+    return warmfs::cli::run_server_stats(stats_server, stats_token_file, stats_no_token, stats_ca, stats_json);
+  }
   if (stats->parsed()) return warmfs::cli::run_stats(stats_point, stats_json);
+  if (serve->parsed()) return warmfs::cli::run_serve(sv);
   if (prefetch->parsed()) return warmfs::cli::run_prefetch(prefetch_point, prefetch_paths, prefetch_threads);
   return kExitUsage;
 }

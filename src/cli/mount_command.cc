@@ -21,10 +21,12 @@
 #include <fmt/format.h>
 
 #include "cache/memory_cache.h"
+#include "cache/remote_cache.h"
 #include "cache/ssd_cache.h"
 #include "cache/tiered_cache.h"
 #include "cli/prefetch.h"
 #include "cli/commands.h"
+#include "cli/serve_command.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sizes.h"
@@ -117,6 +119,8 @@ struct Daemon {
   std::unique_ptr<MemoryCache> memory;
   std::unique_ptr<SsdCache> disk;      // with --cache-dir
   std::unique_ptr<TieredCache> tiers;  // memory over disk
+  std::unique_ptr<RemoteCache> remote;      // with --cache-server: below memory (and disk)
+  std::unique_ptr<TieredCache> disk_over_remote;
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<StagingArea> staging;  // not with --read-only
@@ -195,6 +199,17 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk);
     cache = d.tiers.get();
   }
+  if (!a.cache_servers.empty()) {
+    // Cache servers under memory, or under memory and the local SSD tier (docs/cache-server.md).
+    WARMFS_ASSIGN_OR_RETURN(d.remote, open_remote_tier(a, clock));
+    BlockCache* below = d.remote.get();
+    if (d.disk) {
+      d.disk_over_remote = std::make_unique<TieredCache>(*d.disk, *d.remote);
+      below = d.disk_over_remote.get();
+    }
+    d.tiers = std::make_unique<TieredCache>(*d.memory, *below);
+    cache = d.tiers.get();
+  }
   d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
@@ -209,6 +224,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
+  if (d.remote) fo.extra_stats = [r = d.remote.get()] { return remote_tier_stats_json(*r); };
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
     if (!staging.is_ok()) return Status(staging.code(), "--staging-dir: " + staging.status().message());
@@ -390,6 +406,13 @@ int run_mount(const MountArgs& a) {
     if (!page.is_ok()) {
       const std::string endpoint = (*store)->config().endpoint.empty() ? "the S3 endpoint" : (*store)->config().endpoint;
       print_error(explain_check_failure(page.status(), what, endpoint));
+      return kExitFailure;
+    }
+  }
+  if (!a.cache_servers.empty()) {
+    // A wrong token or a server for another bucket is a clear error now, not a slow mount.
+    if (Status st = check_cache_servers(a, src->bucket); !st.is_ok()) {
+      print_error(st.message());
       return kExitFailure;
     }
   }

@@ -228,6 +228,10 @@ std::string Filesystem::stats_json() const {
                    {"skipped_keys", meta.skipped_keys}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;
+  if (options_.extra_stats) {
+    auto extra = nlohmann::json::parse(options_.extra_stats(), nullptr, false);
+    if (extra.is_object()) j.update(extra);
+  }
   return j.dump();
 }
 

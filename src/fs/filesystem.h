@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +55,9 @@ struct FsOptions {
   uint32_t file_mode = 0644;
   uint32_t dir_mode = 0755;
   bool read_only = true;  // also when there is no Uploader
+  // Counters of tiers the core does not know (the cache-server tier): a JSON object whose
+  // members stats_json() adds at the top level. Empty: none.
+  std::function<std::string()> extra_stats;
 };
 
 struct Attr {

@@ -1,0 +1,48 @@
+// The cache-server wire protocol (version 1), shared by the client tier (cache/remote_cache.h)
+// and the server (server/cache_server.h). docs/cache-server.md is its reference.
+//
+// HTTP/1.1, kept-alive connections, GET only, every path under /v1/:
+//   GET /v1/chunk?bucket=B&key=K&etag=E&index=I&chunk_size=S
+//       200: the chunk's bytes (Content-Length: its length), X-Warmfs-Crc32c: 8 hex digits
+//       of its CRC32C, X-Warmfs-Source: hit (the server held it) or miss (fetched from the
+//       bucket for this request).
+//   GET /v1/info    200: {"protocol":1,"buckets":[...],"chunk_size":S}
+//   GET /v1/stats   200: the server's counters as JSON (see docs/cache-server.md)
+//   GET /v1/health  200 "ok", without a token (for load balancers and probes)
+// Every request but /v1/health carries "Authorization: Bearer TOKEN" unless the server runs
+// without a token. Errors are JSON {"error": CODE, "message": TEXT} with status 400 (bad
+// request), 401 (no or wrong token), 403 (the bucket refused the server), 404 (no such
+// bucket on this server, or no such key), 412 (the object does not have that ETag now), 416
+// (index past the end), 502 (the bucket failed), 503 (shutting down).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cache/block_cache.h"
+
+namespace warmfs::remote {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr const char* kChunkPath = "/v1/chunk";
+inline constexpr const char* kInfoPath = "/v1/info";
+inline constexpr const char* kStatsPath = "/v1/stats";
+inline constexpr const char* kHealthPath = "/v1/health";
+inline constexpr const char* kCrcHeader = "X-Warmfs-Crc32c";
+inline constexpr const char* kSourceHeader = "X-Warmfs-Source";
+// Names the client (host:pid) so the server can count its clients.
+inline constexpr const char* kClientHeader = "X-Warmfs-Client";
+
+// "/v1/chunk?bucket=...&key=...&etag=...&index=...&chunk_size=..." with every value
+// percent-encoded (RFC 3986).
+std::string chunk_target(const ChunkKey& key, uint64_t chunk_size);
+// 8 lower-case hex digits, and back (nullopt if malformed).
+std::string format_crc(uint32_t crc);
+std::optional<uint32_t> parse_crc(std::string_view text);
+// A base URL as given ("http://h:p/", "https://h"): scheme://host[:port] with no trailing
+// slash; empty when it is not http(s).
+std::string normalize_base_url(std::string_view url);
+
+}  // namespace warmfs::remote

@@ -1,0 +1,436 @@
+// warmfs serve: the cache server in the foreground; warmfs stats --server; the mount's side
+// of cache servers (token, remote tier, the check before mounting).
+#include "cli/serve_command.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cache/memory_cache.h"
+#include "cache/remote_protocol.h"
+#include "cache/ssd_cache.h"
+#include "common/log.h"
+#include "common/sizes.h"
+#include "http/http_client.h"
+#include "objstore/credentials.h"
+#include "objstore/s3_store.h"
+#include "server/cache_server.h"
+
+namespace warmfs::cli {
+namespace {
+
+Result<std::string> read_file(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "HOST:PORT", "[V6]:PORT" or ":PORT" (all addresses).
+Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos)
+    return Status(Errc::kInvalidArgument, "--listen '" + text + "' is not HOST:PORT");
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  const std::string port_text = text.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
+  if (port_text.empty() || *end != '\0' || port > 65535) {
+    return Status(Errc::kInvalidArgument,
+                  "--listen '" + text + "': the port must be a number up to 65535");
+  }
+  return std::make_pair(host, static_cast<uint16_t>(port));
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket) {
+  const auto env = s3::process_environment();
+  S3Config c;
+  c.bucket = bucket;
+  c.region = s3::resolve_region(a.region, a.profile, env);
+  c.endpoint = !a.endpoint.empty() ? a.endpoint
+                                   : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
+  c.path_style = a.path_style;
+  s3::CredentialRequest req;
+  req.profile = a.profile;
+  req.anonymous = a.no_sign_request;
+  WARMFS_ASSIGN_OR_RETURN(s3::ResolvedCredentials creds, s3::resolve_credentials(req, env));
+  log::info("credentials: {}", creds.describe());
+  c.anonymous = creds.anonymous();
+  c.credentials = creds.credentials;
+  return c;
+}
+
+// One LIST with few retries: the endpoint answers and the credentials may read the bucket.
+Status check_bucket(const S3Config& config) {
+  S3Config check = config;
+  check.retry.max_attempts = 2;
+  check.http.connect_timeout = std::chrono::milliseconds(3000);
+  check.http.request_timeout = std::chrono::seconds(20);
+  WARMFS_ASSIGN_OR_RETURN(auto store, S3ObjectStore::create(check, SystemClock::instance()));
+  ListRequest req;
+  req.max_keys = 1;
+  auto page = store->list(req);
+  if (!page.is_ok()) {
+    return Status(page.code(), "cannot list s3://" + config.bucket + ": " +
+                                   page.status().message() +
+                                   " (check --endpoint, --region and the credentials)");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<SsdCache>> open_ssd(const ServeArgs& a, Clock& clock) {
+  SsdCacheOptions o;
+  o.dir = a.cache_dir;
+  o.capacity_bytes = a.cache_size_bytes;
+  o.ttl = std::chrono::seconds(static_cast<int64_t>(a.cache_ttl_sec));
+  if (o.capacity_bytes == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.cache_dir, ec);
+    struct statvfs vfs {};
+    if (::statvfs(a.cache_dir.c_str(), &vfs) != 0) {
+      return Status(Errc::kInvalidArgument,
+                    "--cache-dir " + a.cache_dir + ": " + std::strerror(errno));
+    }
+    // As a mount's SSD tier: 80% of the free space, the node's disk being the cache's.
+    o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
+  }
+  if (o.capacity_bytes < o.region_bytes) {
+    return Status(
+        Errc::kInvalidArgument,
+        fmt::format("--cache-size must be at least {} (one region)", format_size(o.region_bytes)));
+  }
+  return SsdCache::open(o, clock);
+}
+
+void raise_fd_limit() {
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+}
+
+Result<std::string> token_or_none(const std::string& token_file, bool insecure, const char* who) {
+  if (insecure) {
+    if (!token_file.empty())
+      return Status(Errc::kInvalidArgument,
+                    "--token-file and --insecure-no-token exclude each other");
+    return std::string();
+  }
+  if (token_file.empty()) {
+    return Status(
+        Errc::kInvalidArgument,
+        fmt::format("{} needs --token-file (or --insecure-no-token on a trusted network)", who));
+  }
+  return read_token_file(token_file);
+}
+
+}  // namespace
+
+Result<std::string> read_token_file(const std::string& path) {
+  WARMFS_ASSIGN_OR_RETURN(std::string text, read_file(path, "--token-file"));
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const size_t last = text.find_last_not_of(" \t\r\n");
+  if (first == std::string::npos)
+    return Status(Errc::kInvalidArgument, "--token-file " + path + " is empty");
+  std::string token = text.substr(first, last - first + 1);
+  for (unsigned char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return Status(Errc::kInvalidArgument,
+                    "--token-file " + path + ": the token must be one line of printable ASCII");
+    }
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    log::warn("--token-file {} may be read by other users (mode {:o}); chmod 600 it", path,
+              st.st_mode & 0777);
+  }
+  return token;
+}
+
+int run_serve(const ServeArgs& a) {
+  log::Level level;
+  log::parse_level(a.log_level, &level);
+  log::set_level(level);
+  if (!a.log_file.empty() && !log::set_file(a.log_file)) {
+    print_error("cannot open log file " + a.log_file + ": " + std::strerror(errno));
+    return kExitFailure;
+  }
+  auto listen = parse_listen(a.listen);
+  if (!listen.is_ok()) {
+    print_error(listen.status().message());
+    return kExitUsage;
+  }
+  auto token = token_or_none(a.token_file, a.insecure_no_token, "warmfs serve");
+  if (!token.is_ok()) {
+    print_error(token.status().message());
+    return token.code() == Errc::kInvalidArgument && a.token_file.empty() ? kExitUsage
+                                                                          : kExitFailure;
+  }
+  http::ServerOptions ho;
+  ho.host = listen->first;
+  ho.port = listen->second;
+  if (a.tls_cert.empty() != a.tls_key.empty()) {
+    print_error("--tls-cert and --tls-key go together");
+    return kExitUsage;
+  }
+  if (!a.tls_cert.empty()) {
+    auto cert = read_file(a.tls_cert, "--tls-cert");
+    auto key = read_file(a.tls_key, "--tls-key");
+    if (!cert.is_ok() || !key.is_ok()) {
+      print_error(!cert.is_ok() ? cert.status().message() : key.status().message());
+      return kExitFailure;
+    }
+    ho.tls_cert_pem = std::move(*cert);
+    ho.tls_key_pem = std::move(*key);
+  }
+  if (token->empty())
+    log::warn("serving without a token (--insecure-no-token): anyone who can connect may read");
+
+  Clock& clock = SystemClock::instance();
+  std::vector<std::unique_ptr<S3ObjectStore>> stores;
+  std::map<std::string, ObjectStore*> by_bucket;
+  for (const auto& bucket : a.buckets) {
+    auto config = s3_config_for(a, bucket);
+    Status st = config.is_ok() ? check_bucket(*config) : config.status();
+    if (!st.is_ok()) {
+      print_error(st.message());
+      return kExitFailure;
+    }
+    auto store = S3ObjectStore::create(std::move(*config), clock);
+    if (!store.is_ok()) {
+      print_error(store.status().message());
+      return kExitFailure;
+    }
+    by_bucket[bucket] = store->get();
+    stores.push_back(std::move(*store));
+  }
+
+  // The SSD tier's files are private; it may hold one descriptor per region.
+  ::umask(077);
+  raise_fd_limit();
+  // SIGINT and SIGTERM are taken by sigwait below, not by whichever thread they hit.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto ssd = open_ssd(a, clock);
+  if (!ssd.is_ok()) {
+    print_error(ssd.status().message());
+    return kExitFailure;
+  }
+  MemoryCacheOptions mo;
+  mo.capacity_bytes = a.memory_cache_bytes;
+  MemoryCache memory(mo);
+  CacheServerOptions so;
+  so.token = *token;
+  so.version_check_interval = std::chrono::seconds(static_cast<int64_t>(a.version_check_sec));
+  // Misses of many clients at once: more fetch threads than a mount, each one request.
+  so.readahead.fetch_threads = 32;
+  so.readahead.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, a.memory_cache_bytes / 4);
+  int rc = kExitOk;
+  {
+    CacheServer server(by_bucket, memory, ssd->get(), clock, so);
+    Status st = server.start(ho);
+    if (!st.is_ok()) {
+      print_error(st.message());
+      return kExitFailure;
+    }
+    const BlockCacheCounters dc = (*ssd)->counters();
+    std::string names;
+    for (const auto& b : a.buckets) names += (names.empty() ? "s3://" : ", s3://") + b;
+    log::info("warmfs serve: {}://{}:{} for {}; SSD tier {} ({} of {} in use){}{}",
+              ho.tls_cert_pem.empty() ? "http" : "https", ho.host, server.port(), names,
+              a.cache_dir, format_size(dc.used_bytes), format_size(dc.capacity_bytes),
+              a.cache_ttl_sec > 0 ? fmt::format(", ttl {:.0f} s", a.cache_ttl_sec) : "",
+              token->empty() ? ", no token" : "");
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    log::info("warmfs serve: signal {}, stopping", sig);
+    server.stop();
+    log::info("warmfs serve: served {}, {} from the bucket",
+              format_size(server.counters().bytes_served),
+              format_size(server.counters().miss_bytes));
+  }
+  (*ssd)->flush();
+  return rc;
+}
+
+int run_server_stats(const std::string& url, const std::string& token_file, bool insecure_no_token,
+                     const std::string& ca_file, bool json) {
+  const std::string base = remote::normalize_base_url(url);
+  if (base.empty()) {
+    print_error("--server '" + url + "' is not an http:// or https:// URL of a host[:port]");
+    return kExitUsage;
+  }
+  auto token = token_or_none(token_file, insecure_no_token, "warmfs stats --server");
+  if (!token.is_ok()) {
+    print_error(token.status().message());
+    return token_file.empty() ? kExitUsage : kExitFailure;
+  }
+  http::ClientOptions co;
+  co.connect_timeout = std::chrono::milliseconds(3000);
+  co.request_timeout = std::chrono::seconds(15);
+  co.ca_bundle = ca_file;
+  http::Client client(co);
+  http::Request req;
+  req.url = base + remote::kStatsPath;
+  if (!token->empty()) req.headers.emplace_back("Authorization", "Bearer " + *token);
+  auto r = client.perform(req);
+  if (!r.is_ok()) {
+    print_error("cannot reach cache server " + base + ": " + r.status().message());
+    return kExitFailure;
+  }
+  if (r->status == 401) {
+    print_error("cache server " + base +
+                " refused the token (401 Unauthorized): check --token-file");
+    return kExitFailure;
+  }
+  auto j = nlohmann::json::parse(r->body, nullptr, false);
+  if (r->status != 200 || j.is_discarded() || !j.is_object()) {
+    print_error(fmt::format("cache server {} answered HTTP {} to /v1/stats", base, r->status));
+    return kExitFailure;
+  }
+  if (json) {
+    std::printf("%s\n", r->body.c_str());
+    return kExitOk;
+  }
+  auto u = [&](const nlohmann::json& v) { return v.get<uint64_t>(); };
+  std::string buckets;
+  for (const auto& b : j["buckets"])
+    buckets += (buckets.empty() ? "s3://" : ", s3://") + b.get<std::string>();
+  std::printf("warmfs cache server %s for %s, up %.0f s\n", base.c_str(), buckets.c_str(),
+              j["uptime_seconds"].get<double>());
+  std::printf(
+      "  served              %s in %llu chunk requests, hit ratio %.1f%% (%s held, %s fetched)\n",
+      format_size(u(j["bytes_served"])).c_str(), (unsigned long long)u(j["chunk_requests"]),
+      j["hit_ratio"].get<double>() * 100, format_size(u(j["hit_bytes"])).c_str(),
+      format_size(u(j["miss_bytes"])).c_str());
+  std::printf(
+      "  from the bucket     %s; requests: %llu GET, %llu HEAD; %llu retries, %llu errors\n",
+      format_size(u(j["bucket_bytes_read"])).c_str(),
+      (unsigned long long)u(j["bucket_requests"]["get"]),
+      (unsigned long long)u(j["bucket_requests"]["head"]),
+      (unsigned long long)u(j["bucket_retries"]), (unsigned long long)u(j["bucket_errors"]));
+  std::printf(
+      "  latency             p50 %llu us, p99 %llu us (hits p50 %llu us, p99 %llu us; misses p50 "
+      "%llu us, p99 %llu us)\n",
+      (unsigned long long)u(j["latency_us"]["p50"]), (unsigned long long)u(j["latency_us"]["p99"]),
+      (unsigned long long)u(j["hit_latency_us"]["p50"]),
+      (unsigned long long)u(j["hit_latency_us"]["p99"]),
+      (unsigned long long)u(j["miss_latency_us"]["p50"]),
+      (unsigned long long)u(j["miss_latency_us"]["p99"]));
+  std::printf(
+      "  clients             %llu seen, %llu active in the last minute, %llu connections open\n",
+      (unsigned long long)u(j["clients"]), (unsigned long long)u(j["active_clients"]),
+      (unsigned long long)u(j["connections"]));
+  const auto& rf = j["refused"];
+  std::printf(
+      "  refused             %llu unauthorized, %llu not found, %llu changed, %llu forbidden, %llu "
+      "bad requests\n",
+      (unsigned long long)u(rf["unauthorized"]), (unsigned long long)u(rf["not_found"]),
+      (unsigned long long)u(rf["precondition_failed"]), (unsigned long long)u(rf["forbidden"]),
+      (unsigned long long)u(rf["bad_request"]));
+  if (j["ssd_cache"].is_object()) {
+    const auto& s = j["ssd_cache"];
+    std::printf(
+        "  SSD tier            %s of %s used, %s written, %s evicted, %llu corrupt chunks, %llu "
+        "errors\n",
+        format_size(u(s["used_bytes"])).c_str(), format_size(u(s["capacity_bytes"])).c_str(),
+        format_size(u(s["inserted_bytes"])).c_str(), format_size(u(s["evicted_bytes"])).c_str(),
+        (unsigned long long)u(s["corrupt_chunks"]), (unsigned long long)u(s["errors"]));
+  }
+  const auto& m = j["memory_cache"];
+  std::printf("  memory              %s of %s used\n", format_size(u(m["used_bytes"])).c_str(),
+              format_size(u(m["capacity_bytes"])).c_str());
+  return kExitOk;
+}
+
+Result<std::unique_ptr<RemoteCache>> open_remote_tier(const MountArgs& a, Clock& clock) {
+  RemoteCacheOptions o;
+  o.servers = a.cache_servers;
+  WARMFS_ASSIGN_OR_RETURN(o.token,
+                          token_or_none(a.token_file, a.insecure_no_token, "--cache-server"));
+  o.ca_bundle = a.cache_server_ca;
+  std::string names;
+  for (const auto& s : a.cache_servers) names += (names.empty() ? "" : ", ") + s;
+  log::info("cache servers: {} (chunks spread over them by rendezvous hashing)", names);
+  return RemoteCache::create(std::move(o), clock);
+}
+
+Status check_cache_servers(const MountArgs& a, const std::string& bucket) {
+  WARMFS_ASSIGN_OR_RETURN(auto remote, open_remote_tier(a, SystemClock::instance()));
+  for (size_t i = 0; i < remote->server_count(); ++i) {
+    auto info = remote->info(i);
+    if (!info.is_ok()) {
+      if (info.code() == Errc::kUnavailable || info.code() == Errc::kTimeout) {
+        const std::string line =
+            info.status().message() + "; reading from the bucket until it answers";
+        log::warn("{}", line);
+        std::fprintf(stderr, "warmfs: warning: %s\n", line.c_str());
+        continue;
+      }
+      return info.status();
+    }
+    if (std::find(info->buckets.begin(), info->buckets.end(), bucket) == info->buckets.end()) {
+      std::string served;
+      for (const auto& b : info->buckets) served += (served.empty() ? "" : ", ") + b;
+      return Status(Errc::kInvalidArgument, "cache server " + remote->server_url(i) +
+                                                " does not serve bucket " + bucket +
+                                                " (it serves: " + served + ")");
+    }
+    if (info->chunk_size != kDefaultChunkSize) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("cache server {} uses {}-byte chunks, this mount {}",
+                                remote->server_url(i), info->chunk_size, kDefaultChunkSize));
+    }
+  }
+  return Status::ok();
+}
+
+std::string remote_tier_stats_json(const RemoteCache& remote) {
+  const RemoteCacheCounters c = remote.remote_counters();
+  nlohmann::json servers = nlohmann::json::array();
+  for (const auto& s : c.servers) {
+    servers.push_back({{"url", s.url},
+                       {"up", s.up},
+                       {"chunks", s.chunks},
+                       {"bytes", s.bytes},
+                       {"errors", s.errors}});
+  }
+  nlohmann::json j;
+  j["cache_server_hit_bytes"] = c.hit_bytes;    // served by a server that held the chunk
+  j["cache_server_miss_bytes"] = c.miss_bytes;  // served after the server fetched it for us
+  j["cache_server_errors"] = c.errors;  // failed requests; those chunks came from the bucket
+  j["cache_server_fallback_chunks"] = c.fallback_chunks;
+  j["cache_server_refused"] = c.refused;
+  j["cache_servers"] = servers;
+  return j.dump();
+}
+
+}  // namespace warmfs::cli
