@@ -100,6 +100,17 @@ int run_stats(const std::string& mountpoint, bool json) {
                 format_size(u(j["cache_server_hit_bytes"])).c_str(), format_size(u(j["cache_server_miss_bytes"])).c_str(),
                 (unsigned long long)u(j["cache_server_errors"]), (unsigned long long)u(j["cache_server_fallback_chunks"]));
   }
+  if (!j.value("read_only", true)) {
+    const auto& rq = j["bucket_requests"];
+    std::printf("  written to bucket   %s in %llu objects (%llu PUT, %llu multipart requests, %llu copies, %llu deletes); "
+                "%llu uploads in flight, %llu failed\n",
+                format_size(u(j["bucket_bytes_written"])).c_str(), (unsigned long long)u(j["uploads_completed"]),
+                (unsigned long long)u(rq["put"]), (unsigned long long)u(rq["multipart"]),
+                (unsigned long long)u(rq["copy"]), (unsigned long long)u(rq["delete"]),
+                (unsigned long long)u(j["uploads_in_flight"]), (unsigned long long)u(j["upload_failures"]));
+  } else {
+    std::printf("  writes              refused: read-only mount\n");
+  }
   const auto& ra = j["readahead"];
   std::printf("  read-ahead          %llu chunks fetched ahead, %llu never read, %s in flight\n",
               (unsigned long long)u(ra["prefetched_chunks"]), (unsigned long long)u(ra["wasted_chunks"]),

@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
-"""Helpers for tools/demo: make the sample dataset, read the mount, try a checkpoint write.
+"""Helpers for tools/demo: make the sample dataset, read the mount, write a checkpoint.
 
   demo.py dataset ENDPOINT BUCKET MANIFEST   upload shards + small files, write their sha256s
   demo.py read MOUNT MANIFEST LABEL [--evict] read every file, check its bytes, print throughput
-  demo.py checkpoint MOUNT ENDPOINT BUCKET   write a checkpoint through the mount (see below)
+  demo.py checkpoint MOUNT ENDPOINT BUCKET   write a checkpoint through the mount, fsync, rename
 
 Credentials for ENDPOINT come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, which tools/demo
 sets explicitly; nothing is read from ~/.aws.
 """
 
-import errno
 import hashlib
 import json
 import os
@@ -94,40 +93,39 @@ def read(mount, manifest, label, evict=False):
 
 
 def checkpoint(mount, endpoint, bucket):
-    """Write checkpoints/step-000100.ckpt (16 MiB) through the mount and fsync it.
-
-    This version of warmfs is read-only, so the expected outcome is EROFS, shown as such. When
-    writes land, run with DEMO_WRITES=1 (or flip the default in tools/demo): the write must then
-    succeed and the object must be in the bucket with the same bytes when fsync returns.
-    """
-    expect_writes = os.environ.get("DEMO_WRITES", "0") == "1"
+    """The training checkpoint pattern through the mount: write checkpoints/step-000100.ckpt.tmp
+    (16 MiB), fsync, rename to step-000100.ckpt. Checked with boto3 right after fsync returns
+    (the object is in the bucket, same bytes) and after the rename (final key complete, .tmp
+    gone)."""
     key = "checkpoints/step-000100.ckpt"
     data = random.Random(100).randbytes(16 * MiB)
-    path = Path(mount) / key
+    final = Path(mount) / key
+    tmp = final.with_name(final.name + ".tmp")
+    s3 = _client(endpoint)
     start = time.monotonic()
     try:
-        path.parent.mkdir(exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        final.parent.mkdir(exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view[:MiB]):]
             os.fsync(fd)
+            seconds = time.monotonic() - start
+            after_fsync = s3.get_object(Bucket=bucket, Key=key + ".tmp")["Body"].read() == data
         finally:
             os.close(fd)
+        os.rename(tmp, final)
     except OSError as e:
-        if e.errno == errno.EROFS and not expect_writes:
-            print(f"  checkpoint write refused: {e.strerror} (EROFS) at {e.filename}")
-            print("  (this version of warmfs is read-only; durable checkpoint writes come next)")
-            return 0
         print(f"  checkpoint write FAILED: {e}")
         return 1
-    seconds = time.monotonic() - start
-    head = _client(endpoint).get_object(Bucket=bucket, Key=key)
-    same = head["Body"].read() == data
+    same = s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
+    tmp_gone = not any(o["Key"] == key + ".tmp"
+                       for o in s3.list_objects_v2(Bucket=bucket, Prefix="checkpoints/").get("Contents", []))
     print(f"  checkpoint: {len(data) / MiB:.0f} MiB written and fsynced in {seconds:.2f} s; "
-          f"in the bucket after fsync: {'yes, same bytes' if same else 'NO / different bytes'}")
-    return 0 if same else 1
+          f"in the bucket when fsync returned: {'yes, same bytes' if after_fsync else 'NO'}; "
+          f"renamed to {key}: {'complete, .tmp gone' if same and tmp_gone else 'NOT as expected'}")
+    return 0 if after_fsync and same and tmp_gone else 1
 
 
 def main():
