@@ -38,8 +38,11 @@ void Filesystem::unhold_staged(uint64_t ino) {
   {
     std::lock_guard lock(writes_mu_);
     auto it = writes_.find(ino);
-    if (it != writes_.end() && it->second.handles > 0) {
-      if (--it->second.handles == 0) it->second.keep_until = clock_.now() + kKeepStagedAfterClose;
+    if (it != writes_.end() && it->second.handles > 0 && --it->second.handles == 0) {
+      // Kept only while the staging disk has room to spare; else the space goes back now.
+      const uint64_t room = 2 * it->second.object->size() + (256ull << 20);
+      const bool keep = uploader_->staging_free_bytes() >= room;
+      it->second.keep_until = clock_.now() + (keep ? kKeepStagedAfterClose : std::chrono::seconds(0));
     }
   }
   sweep_staged();
@@ -136,8 +139,7 @@ Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset, std::span<
   if (!handle.writable() || !handle.staged()) return Status(Errc::kInvalidArgument, "not open for writing");
   StagedObject& obj = *handle.staged();
   WARMFS_RETURN_IF_ERROR(ensure_staged(obj, handle.version()));
-  WARMFS_RETURN_IF_ERROR(obj.write(offset, data));
-  return data.size();
+  return obj.write(offset, data);
 }
 
 Status Filesystem::flush(FileHandle& handle) {

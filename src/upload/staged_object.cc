@@ -133,8 +133,8 @@ void StagedObject::bump_locked(uint64_t begin, uint64_t end) {
   for (int n = first; n <= last && n <= kMaxPartNumber; ++n) ++parts_[n - 1].gen;
 }
 
-Status StagedObject::write(uint64_t offset, std::span<const std::byte> data) {
-  if (data.empty()) return Status::ok();
+Result<size_t> StagedObject::write(uint64_t offset, std::span<const std::byte> data) {
+  if (data.empty()) return size_t{0};
   const uint64_t end = offset + data.size();
   if (end > up_.options_.plan.max_object_size()) {
     return Status(Errc::kInvalidArgument, "file too large for one object");
@@ -148,20 +148,26 @@ Status StagedObject::write(uint64_t offset, std::span<const std::byte> data) {
     fd = fd_.get();
   }
   size_t done = 0;
+  Status failure;
   while (done < data.size()) {
     ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return io::errno_status(errno, "cannot write the staged copy of " + key());
+    if (w < 0) {
+      failure = io::errno_status(errno, "cannot write the staged copy of " + key());
+      break;
+    }
     done += static_cast<size_t>(w);
   }
   std::lock_guard lock(mu_);
   bump_locked(offset, end);  // after: an upload that read the part meanwhile will not count
   ++gen_;
-  size_ = std::max(size_, end);
-  high_water_ = std::max(high_water_, end);
   mtime_sec_ = now_sec();
+  if (done == 0) return failure;
+  // What was written counts, as on a local disk that fills up part way.
+  size_ = std::max(size_, offset + done);
+  high_water_ = std::max(high_water_, offset + done);
   schedule_background_locked();
-  return Status::ok();
+  return done;
 }
 
 Status StagedObject::truncate(uint64_t size) {

@@ -87,6 +87,7 @@ class Uploader {
   std::shared_ptr<StagedObject> make(std::string key);
   UploadCounters counters() const;
   const UploaderOptions& options() const { return options_; }
+  uint64_t staging_free_bytes() const { return staging_.free_bytes(); }
 
  private:
   friend class StagedObject;
@@ -117,8 +118,9 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
   Status stage_from(uint64_t size, const Source& source);
   bool staged() const;
 
-  // Changes to the staged copy. kNoSpace when the staging disk is full.
-  Status write(uint64_t offset, std::span<const std::byte> data);
+  // Changes to the staged copy. write() returns the bytes written: fewer than data.size()
+  // when the staging disk filled part way (the rest then fails with kNoSpace).
+  Result<size_t> write(uint64_t offset, std::span<const std::byte> data);
   Status truncate(uint64_t size);
   // Reads the staged copy (short only at its end). Requires staged().
   Result<size_t> read(uint64_t offset, std::span<std::byte> out);

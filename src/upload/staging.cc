@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -116,6 +117,12 @@ StagingArea::~StagingArea() {
     }
     if (open.empty()) ::unlink(journal_path_.c_str());
   }
+}
+
+uint64_t StagingArea::free_bytes() const {
+  struct statvfs vfs {};
+  if (::statvfs(dir_.c_str(), &vfs) != 0) return 0;
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
 }
 
 Result<io::UniqueFd> StagingArea::new_file() {

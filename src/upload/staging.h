@@ -42,6 +42,8 @@ class StagingArea {
   void upload_ended(std::string_view upload_id);
 
   const std::string& dir() const { return dir_; }
+  // Bytes free on the staging filesystem (0 if it cannot be asked).
+  uint64_t free_bytes() const;
   // Uploads of dead mounts this open() aborted.
   uint64_t recovered_uploads() const { return recovered_; }
 

@@ -382,6 +382,33 @@ class Failures(harness.WarmfsTestCase):
         self.assertEqual((m2.path / "existing.bin").read_bytes(), old)
 
 
+    def test_full_staging_disk_is_enospc(self):
+        """A staging dir on a 16 MiB tmpfs: a write past its size fails with ENOSPC; the bucket
+        keeps the old object until close, which uploads exactly the bytes write() accepted (as
+        a local filesystem keeps them); the mount goes on working once space is free."""
+        staging = Path(tempfile.mkdtemp(prefix="warmfs-small-staging-"))
+        self.addCleanup(shutil.rmtree, staging, True)
+        run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(staging)])
+        self.addCleanup(subprocess.run, ["umount", "-l", str(staging)], check=False)
+        c = MOTO.client()
+        harness.put_object(c, BUCKET, "full/keep.bin", b"old")
+        m = self.mount(MOTO, f"s3://{BUCKET}/full", args=["--staging-dir", str(staging)])
+        fd = os.open(m.path / "keep.bin", os.O_WRONLY | os.O_TRUNC)
+        accepted = 0
+        try:
+            with self.assertRaises(OSError) as cm:
+                for _ in range(32):
+                    accepted += os.write(fd, b"x" * MiB)
+            self.assertEqual(cm.exception.errno, errno.ENOSPC)
+            self.assertLessEqual(accepted, 16 * MiB)
+            self.assertEqual(bucket_bytes("full/keep.bin"), b"old")
+        finally:
+            os.close(fd)
+        self.assertEqual(bucket_bytes("full/keep.bin"), b"x" * accepted)
+        (m.path / "small.txt").write_bytes(b"fits")
+        self.assertEqual(bucket_bytes("full/small.txt"), b"fits")
+
+
 def _close_quietly(fd: int) -> None:
     try:
         os.close(fd)
