@@ -1,0 +1,643 @@
+"""tools/bench/run: issue 6's benchmark. Workloads x systems x phases, one JSON line each.
+
+Systems: `local` (the local copy: the local limit), `origin` (range GETs with curl through the
+same proxy: the origin limit), `ceiling` (tools/fuse-ceiling: what FUSE allows), and the mounts
+`warmfs`, `s3fs`, `rclone`. Phases: `cold` (fresh mount, empty caches, page cache dropped),
+`warm` (a second pass in the same mount) and `warm-dropped` (a second pass after dropping the
+page cache: the system's own tiers). The origin's own files are read back into the page cache
+after every drop, so the origin behaves like an object store (first-byte latency, no disk).
+
+Each measurement runs in a child process group with a timeout and ends `ok`, `error` or
+`timeout`; a timeout skips the rest of that system's phases of that workload (its mount is
+torn down), never the other workloads. Results are merged into the results file (a rerun of
+one workload replaces just its lines), then docs/benchmarks.md and the chart are rebuilt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import MiB, drop_caches, harness  # noqa: E402
+import bench_origin  # noqa: E402
+import bench_report  # noqa: E402
+from bench_origin import BUCKET, FULL, SMOKE, Origin, log  # noqa: E402
+from bench_systems import MOUNTED, Ceiling  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "bench_worker.py"
+WORKLOADS = ["seq", "par4", "rand", "small", "ls", "tar", "ckpt"]
+SYSTEMS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
+
+# Which phases each workload has, per kind of system. The ceiling applies to the reads of
+# big files only (it serves files from memory, no tree).
+PHASES = {
+    "seq": ["cold", "warm", "warm-dropped"],
+    "par4": ["cold", "warm", "warm-dropped"],
+    "rand": ["cold", "warm", "warm-dropped"],
+    "small": ["cold", "warm", "warm-dropped"],
+    "ls": ["cold", "warm"],
+    "tar": ["cold", "warm", "warm-dropped"],
+    "ckpt": ["cold"],
+}
+CEILING_WORKLOADS = {"seq", "par4", "rand"}
+# Timeouts in seconds per measurement (full size; --smoke scales them down).
+TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "ls": 240, "tar": 300, "ckpt": 300}
+
+
+class Timeout(Exception):
+    pass
+
+
+class Skip(Exception):
+    """Not applicable to this system and phase (no line is written)."""
+
+
+def run_cmd(argv, timeout, cwd=None, env=None) -> subprocess.CompletedProcess:
+    """Run in a new process group; on timeout kill that group (ours) and raise Timeout."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            proc.communicate(timeout=30)
+        raise Timeout(f"{argv[0]} still running after {timeout:.0f}s")
+    if proc.returncode != 0:
+        tail = (err or out).strip().splitlines()[-3:]
+        raise RuntimeError(f"{' '.join(map(str, argv[:3]))} exited {proc.returncode}: {' | '.join(tail)}")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def worker(args, timeout) -> dict:
+    """bench_worker.py in its own process group; its {"error": ...} line becomes the error."""
+    try:
+        out = run_cmd([sys.executable, str(WORKER), *map(str, args)], timeout).stdout
+    except RuntimeError as e:
+        m = re.search(r'\{"error": .*\}', str(e))
+        if m:
+            raise RuntimeError(json.loads(m.group(0))["error"]) from None
+        raise
+    return json.loads(out.strip().splitlines()[-1])
+
+
+class RssSampler:
+    """Max resident set (sum over the given pids) sampled every 100 ms on a thread."""
+
+    def __init__(self, pids):
+        self.pids = list(pids)
+        self.max_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        total = 0
+        for pid in self.pids:
+            with contextlib.suppress(OSError, ValueError):
+                for line in open(f"/proc/{pid}/status"):
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        self.max_kib = max(self.max_kib, total)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(0.1)
+
+    def __enter__(self):
+        if self.pids:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if self.pids:
+            self._thread.join()
+            self._sample()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.spec = SMOKE if args.smoke else FULL
+        self.data = Path(args.data_dir or f"/var/tmp/warmfs-bench/{self.spec.name}")
+        self.local = self.data / "local"
+        self.work = self.data / "work"
+        self.scale = 0.25 if args.smoke else 1.0
+        self.run_id = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        self.logs = self.data / "logs" / self.run_id  # every daemon's log, per run
+        self.results = Path(args.results)
+        self.records: list[dict] = []
+        self.fio = shutil.which("fio")
+        self.origin: Origin | None = None
+        self.manifest: dict = {}
+        self.ceiling: Ceiling | None = None
+        self.binary_mtimes: dict[str, str] = {}
+        self.phase = "cold"
+
+    # ---- plumbing ------------------------------------------------------------------------------
+
+    def emit(self, rec: dict) -> None:
+        rec = {"run": self.run_id, **rec}
+        self.records.append(rec)
+        print(json.dumps(rec), flush=True)
+
+    def timeout(self, workload) -> float:
+        t = TIMEOUT[workload] * self.scale
+        if workload == "rand":
+            t = self.args.rand_seconds + 60 * self.scale
+        return max(t, 30)
+
+    def drop(self, workload) -> None:
+        """Drop the page cache, then read back the origin's copies of what the workload reads."""
+        drop_caches()
+        for key in self.keys_of(workload):
+            p = self.origin.object_path(key)
+            with contextlib.suppress(OSError), open(p, "rb", buffering=0) as f:
+                while f.read(8 * MiB):
+                    pass
+
+    def keys_of(self, workload) -> list[str]:
+        s = self.spec
+        return {"seq": s.big_keys()[:1], "par4": s.big_keys(), "rand": [s.token_key],
+                "small": s.small_keys(), "tar": s.shard_keys()}.get(workload, [])
+
+    def measure(self, workload, phase, system, fn, pids=(), stats=None) -> str:
+        """Run fn() -> metrics dict, record one line; returns the status."""
+        rec = {"type": "measurement", "workload": workload, "phase": phase, "system": system}
+        before = stats() if stats else None
+        proxy_before = self.origin.proxy_stats()
+        t0 = time.monotonic()
+        with RssSampler(pids) as rss:
+            try:
+                rec.update(fn())
+                rec["status"] = "ok"
+            except Skip:
+                return "skip"
+            except Timeout as e:
+                rec.update(status="timeout", error=str(e))
+            except Exception as e:  # one workload's failure is a line, not an abort
+                msg = str(e).strip().splitlines()
+                rec.update(status="error", error=(msg[-1] if msg else type(e).__name__)[:300])
+        rec["wall_s"] = round(time.monotonic() - t0, 3)
+        if pids:
+            rec["rss_max_mib"] = round(rss.max_kib / 1024, 1)
+        with contextlib.suppress(Exception):
+            proxy_after = self.origin.proxy_stats()
+            rec["proxy_requests"] = {m: n - proxy_before["requests_by_method"].get(m, 0)
+                                     for m, n in proxy_after["requests_by_method"].items()
+                                     if n - proxy_before["requests_by_method"].get(m, 0)}
+        if stats and before:
+            with contextlib.suppress(Exception):
+                after = stats()
+                rec["warmfs_requests"] = {k: after["bucket_requests"][k] - before["bucket_requests"].get(k, 0)
+                                          for k in after["bucket_requests"]}
+                for k in ("bucket_bytes_read", "memory_hit_bytes", "disk_hit_bytes", "disk_write_bytes",
+                          "evicted_bytes"):
+                    if k in after:
+                        rec["warmfs_" + k] = after[k] - before.get(k, 0)
+        self.emit(rec)
+        return rec["status"]
+
+    # ---- the workloads, per kind of system -----------------------------------------------------
+
+    def dd_one(self, path, timeout) -> dict:
+        out = run_cmd(["dd", f"if={path}", "of=/dev/null", "bs=1M"], timeout).stderr
+        m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", out)
+        nbytes, secs = int(m.group(1)), float(m.group(2))
+        if nbytes != self.spec.big_mib * MiB:
+            raise RuntimeError(f"read {nbytes} bytes of {path}, expected {self.spec.big_mib} MiB")
+        return {"value": nbytes / secs / 1e6, "unit": "MB/s", "bytes": nbytes, "seconds": secs}
+
+    def dd_many(self, paths, timeout) -> dict:
+        script = " ".join(f"dd if='{p}' of=/dev/null bs=1M status=none &" for p in paths) + " wait"
+        t = time.monotonic()
+        run_cmd(["bash", "-c", script], timeout)
+        secs = time.monotonic() - t
+        nbytes = len(paths) * self.spec.big_mib * MiB
+        return {"value": nbytes / secs / 1e6, "unit": "MB/s", "bytes": nbytes, "seconds": secs}
+
+    def rand_file(self, path, timeout) -> dict:
+        """fio randread. Cold and page-cache-dropped passes use O_DIRECT, so every read reaches the
+        filesystem (else the page cache absorbs the re-reads of a 512 MiB file within a second
+        and the pass measures the page cache); the warm pass is buffered (page-cache hits)."""
+        secs = self.args.rand_seconds
+        direct = self.phase != "warm"
+        if self.fio:
+            out = run_cmd(["fio", "--name=rand4k", f"--filename={path}", "--rw=randread", "--bs=4k",
+                           f"--direct={int(direct)}",
+                           "--numjobs=4", "--ioengine=psync", "--time_based", f"--runtime={secs}",
+                           "--group_reporting", "--invalidate=0", "--readonly",
+                           f"--size={os.stat(path).st_size}", "--output-format=json"], timeout).stdout
+            job = json.loads(out[out.index("{"):])["jobs"][0]["read"]
+            pct = job["clat_ns"]["percentile"]
+            return {"value": job["iops"], "unit": "IOPS", "p50_us": pct["50.000000"] / 1e3,
+                    "p99_us": pct["99.000000"] / 1e3, "reads": job["total_ios"], "direct": direct,
+                    "tool": "fio psync x4"}
+        r = worker(["rand", path, "--jobs", 4, "--seconds", secs, *(["--direct"] if direct else [])],
+                   timeout)
+        return {"value": r["iops"], "unit": "IOPS", "p50_us": r["p50_us"], "p99_us": r["p99_us"],
+                "reads": r["reads"], "direct": direct, "tool": r["tool"]}
+
+    def small_tree(self, root, timeout) -> dict:
+        r = worker(["small", Path(root) / "small", "--threads", 8], timeout)
+        want = len(self.spec.small_keys())
+        if r["files"] != want:
+            raise RuntimeError(f"read {r['files']} files, expected {want}")
+        return {"value": r["files_per_s"], "unit": "files/s", "files": r["files"], "seconds": r["seconds"]}
+
+    def ls_tree(self, root, timeout) -> dict:
+        t = time.monotonic()
+        out = run_cmd(["ls", "-lR", str(Path(root) / "small")], timeout).stdout
+        secs = time.monotonic() - t
+        files = sum(1 for line in out.splitlines() if line.startswith("-"))
+        if files != len(self.spec.small_keys()):
+            raise RuntimeError(f"ls -lR showed {files} files, expected {len(self.spec.small_keys())}")
+        return {"value": secs, "unit": "s", "files": files}
+
+    def tar_shards(self, root, timeout) -> dict:
+        r = worker(["tar", Path(root) / "shards"], timeout)
+        if r["samples"] != self.manifest["samples"]:
+            raise RuntimeError(f"{r['samples']} samples, expected {self.manifest['samples']}")
+        return {"value": r["samples_per_s"], "unit": "samples/s", "samples": r["samples"],
+                "seconds": r["seconds"]}
+
+    def checkpoint(self, directory, timeout, system) -> dict:
+        name = f"{system}-{self.run_id}.bin"
+        s3 = [] if system == "local" else ["--s3", self.origin.endpoint, BUCKET, "ckpt/"]
+        t_start = time.monotonic()
+        r = worker(["ckpt", directory, "--size", self.spec.ckpt_mib, "--name", name, *s3], timeout)
+        out = {"value": r["fsync_s"], "unit": "s", "close_rename_s": r["close_rename_s"],
+               "durable_at_fsync": r["durable_at_fsync"]}
+        if system != "local":
+            out.update(self.check_durable("ckpt/" + name, r["sha256"], r["bytes"],
+                                          t_start + timeout - time.monotonic()))
+        return out
+
+    def check_durable(self, key, sha256, nbytes, budget) -> dict:
+        """boto3, straight to s3rver: is the final object there, with these bytes?"""
+        import hashlib
+        client = self.origin.client(direct=True)
+        t0 = time.monotonic()
+        first = True
+        while True:
+            try:
+                head = client.head_object(Bucket=BUCKET, Key=key)
+                if head["ContentLength"] == nbytes:
+                    break
+            except Exception:
+                pass
+            first = False
+            if time.monotonic() - t0 > max(budget, 5):
+                return {"durable_at_rename": False, "verified": False,
+                        "visible_after_s": None}
+            time.sleep(0.2)
+        visible = time.monotonic() - t0
+        h = hashlib.sha256()
+        for chunk in client.get_object(Bucket=BUCKET, Key=key)["Body"].iter_chunks(8 * MiB):
+            h.update(chunk)
+        if h.hexdigest() != sha256:
+            raise RuntimeError(f"{key} in the bucket does not hold the bytes written")
+        return {"durable_at_rename": first, "verified": True, "visible_after_s": round(visible, 3)}
+
+    # origin limit: curl through the proxy, no filesystem
+    def curl_ranges(self, keys, parts_per_key, timeout) -> dict:
+        size = self.spec.big_mib * MiB
+        step = (size + parts_per_key - 1) // parts_per_key
+        script = ""
+        for key in keys:
+            for i in range(parts_per_key):
+                lo, hi = i * step, min(size, (i + 1) * step) - 1
+                script += f"curl -sf -o /dev/null -r {lo}-{hi} '{self.origin.endpoint}/{BUCKET}/{key}' & "
+        t = time.monotonic()
+        run_cmd(["bash", "-c", script + "wait"], timeout)
+        secs = time.monotonic() - t
+        return {"value": len(keys) * size / secs / 1e6, "unit": "MB/s", "seconds": secs,
+                "tool": f"curl, {parts_per_key} range GETs per object in parallel"}
+
+    def curl_many(self, keys, parallel, timeout) -> float:
+        cfg = self.work / "curl-urls.txt"
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text("".join(f'url = "{self.origin.endpoint}/{BUCKET}/{k}"\noutput = "/dev/null"\n'
+                               for k in keys))
+        t = time.monotonic()
+        run_cmd(["curl", "-sf", "-Z", "--parallel-max", str(parallel), "-K", str(cfg)], timeout)
+        return time.monotonic() - t
+
+    def origin_list(self, prefix, timeout) -> tuple[float, int, int]:
+        """A tree walk by LIST with delimiter, as a filesystem lists: (seconds, keys, requests)."""
+        client = self.origin.client()
+        t = time.monotonic()
+        todo, keys, requests = [prefix], 0, 0
+        while todo:
+            p = todo.pop()
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=p,
+                                                                         Delimiter="/"):
+                requests += 1
+                keys += sum(1 for o in page.get("Contents", []) if not o["Key"].endswith("/"))
+                todo += [c["Prefix"] for c in page.get("CommonPrefixes", [])]
+            if time.monotonic() - t > timeout:
+                raise Timeout("listing")
+        return time.monotonic() - t, keys, requests
+
+    def origin_workload(self, workload, timeout) -> dict:
+        s = self.spec
+        if workload == "seq":
+            return self.curl_ranges(s.big_keys()[:1], 8, timeout)
+        if workload == "par4":
+            return self.curl_ranges(s.big_keys(), 4, timeout)
+        if workload == "rand":
+            r = worker(["origin-rand", self.origin.endpoint, BUCKET, s.token_key, s.token_mib * MiB,
+                        "--jobs", 4, "--seconds", self.args.rand_seconds], timeout)
+            return {"value": r["iops"], "unit": "IOPS", "p50_us": r["p50_us"], "p99_us": r["p99_us"],
+                    "reads": r["reads"], "tool": r["tool"]}
+        if workload == "small":
+            lsecs, n, _ = self.origin_list("small/", timeout)
+            secs = lsecs + self.curl_many(s.small_keys(), 8, timeout)
+            return {"value": n / secs, "unit": "files/s", "files": n, "seconds": secs,
+                    "tool": "LIST, then curl -Z --parallel-max 8"}
+        if workload == "ls":
+            secs, n, req = self.origin_list("small/", timeout)
+            return {"value": secs, "unit": "s", "files": n, "list_requests": req,
+                    "tool": "ListObjectsV2 with delimiter, per directory (boto3)"}
+        if workload == "tar":
+            secs = self.curl_many(s.shard_keys(), 8, timeout)
+            return {"value": self.manifest["samples"] / secs, "unit": "samples/s", "seconds": secs,
+                    "tool": "curl -Z --parallel-max 8 of the shards (bytes only)"}
+        if workload == "ckpt":
+            return self.aws_cp(timeout)
+        raise Skip()
+
+    def aws_cp(self, timeout) -> dict:
+        aws = shutil.which("aws")
+        if aws is None:
+            raise RuntimeError("aws CLI not found")
+        src = self.work / "ckpt-source.bin"
+        if not src.exists() or src.stat().st_size != self.spec.ckpt_mib * MiB:
+            with open(src, "wb") as f:
+                for _ in range(self.spec.ckpt_mib):
+                    f.write(os.urandom(MiB))
+        with open(src, "rb") as f:  # in the page cache, as the checkpoint is in a trainer's memory
+            while f.read(8 * MiB):
+                pass
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": harness.S3RVER_KEY,
+               "AWS_SECRET_ACCESS_KEY": harness.S3RVER_SECRET, "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"}
+        key = f"ckpt/aws-{self.run_id}.bin"
+        t = time.monotonic()
+        run_cmd([aws, "s3", "cp", "--only-show-errors", str(src), f"s3://{BUCKET}/{key}",
+                 "--endpoint-url", self.origin.endpoint], timeout, env=env)
+        secs = time.monotonic() - t
+        head = self.origin.client(direct=True).head_object(Bucket=BUCKET, Key=key)
+        if head["ContentLength"] != src.stat().st_size:
+            raise RuntimeError("aws s3 cp: object size differs")
+        return {"value": secs, "unit": "s", "tool": "aws s3 cp (defaults: 8 MiB parts, 10 threads)"}
+
+    def file_workload(self, workload, root, timeout, system) -> dict:
+        """A workload over files under root (the local copy or a mount), by the bucket's keys."""
+        s = self.spec
+        root = Path(root)
+        if workload == "seq":
+            return self.dd_one(root / s.big_keys()[0], timeout)
+        if workload == "par4":
+            return self.dd_many([root / k for k in s.big_keys()], timeout)
+        if workload == "rand":
+            return self.rand_file(root / s.token_key, timeout)
+        if workload == "small":
+            return self.small_tree(root, timeout)
+        if workload == "ls":
+            return self.ls_tree(root, timeout)
+        if workload == "tar":
+            return self.tar_shards(root, timeout)
+        if workload == "ckpt":
+            return self.checkpoint(root / "ckpt", timeout, system)
+        raise Skip()
+
+    def ceiling_workload(self, workload, timeout) -> dict:
+        root = self.ceiling.root
+        if workload == "seq":
+            return self.dd_one(root / "f0", timeout)
+        if workload == "par4":
+            return self.dd_many([root / f"f{i}" for i in range(self.spec.big_count)], timeout)
+        if workload == "rand":
+            return self.rand_file(root / "f0", timeout)
+        raise Skip()
+
+    # ---- the run -------------------------------------------------------------------------------
+
+    def pre_warm(self, workload, root, timeout) -> None:
+        """Before the warm passes of rand: the token file read once through, untimed."""
+        if workload == "rand":
+            run_cmd(["dd", f"if={Path(root) / self.spec.token_key}", "of=/dev/null", "bs=1M",
+                     "status=none"], timeout)
+
+    def run_phases(self, workload, system, fn, phases, pids=lambda: (), stats=None, prewarm=None):
+        timeout = self.timeout(workload)
+        for i, phase in enumerate(phases):
+            if phase in ("cold", "warm-dropped"):
+                self.drop(workload)
+            if phase == "warm" and prewarm:
+                try:
+                    prewarm(timeout)
+                except Exception as e:
+                    log(f"{system} {workload}: pre-warm failed: {e}")
+            self.phase = phase
+            status = self.measure(workload, phase, system, lambda: fn(timeout), pids(), stats)
+            if status == "timeout":
+                for rest in phases[i + 1:]:
+                    self.emit({"type": "measurement", "workload": workload, "phase": rest,
+                               "system": system, "status": "skipped",
+                               "error": f"after a timeout in {phase}"})
+                return
+
+    def run_workload(self, workload, systems) -> None:
+        phases = PHASES[workload]
+        for system in systems:
+            log(f"--- {workload} on {system}")
+            if system == "local":
+                ph = [p for p in phases if p != "warm-dropped"]
+                self.run_phases(workload, "local",
+                                lambda t: self.file_workload(workload, self.local, t, "local"), ph,
+                                prewarm=lambda t: self.pre_warm(workload, self.local, t))
+            elif system == "origin":
+                self.run_phases(workload, "origin", lambda t: self.origin_workload(workload, t), ["cold"])
+            elif system == "ceiling":
+                if workload not in CEILING_WORKLOADS:
+                    continue
+                c = self.ceiling
+                c.size_mib = self.spec.token_mib if workload == "rand" else self.spec.big_mib
+                c.files = 1 if workload == "rand" else self.spec.big_count
+                try:
+                    c.mount()
+                    self.run_phases(workload, "ceiling", lambda t: self.ceiling_workload(workload, t),
+                                    phases, prewarm=lambda t: self.pre_warm_ceiling(workload, t))
+                except Exception as e:
+                    self.emit({"type": "measurement", "workload": workload, "phase": "cold",
+                               "system": "ceiling", "status": "error", "error": str(e)[:300]})
+                finally:
+                    c.unmount()
+            else:
+                m = self.mounts[system]
+                try:
+                    m.mount()
+                    self.run_phases(workload, system,
+                                    lambda t: self.file_workload(workload, m.root, t, system), phases,
+                                    pids=m.pids, stats=m.stats if m.has_stats else None,
+                                    prewarm=lambda t: self.pre_warm(workload, m.root, t))
+                except Exception as e:
+                    self.emit({"type": "measurement", "workload": workload, "phase": "cold",
+                               "system": system, "status": "error", "error": str(e)[:300]})
+                finally:
+                    m.unmount()
+                if workload == "ckpt":
+                    with contextlib.suppress(Exception):
+                        bench_origin.clear_prefix(self.origin.client(direct=True), "ckpt/")
+
+    def pre_warm_ceiling(self, workload, timeout) -> None:
+        if workload == "rand":
+            run_cmd(["dd", f"if={self.ceiling.root / 'f0'}", "of=/dev/null", "bs=1M", "status=none"],
+                    timeout)
+
+    def snapshot_binaries(self) -> None:
+        """Run copies of warmfs and fuse-ceiling: build/ is shared with people rebuilding it, and
+        a binary relinked in the middle of a run would mix two versions (or be missing)."""
+        import bench_systems
+        bindir = self.work / "bin"
+        bindir.mkdir(parents=True, exist_ok=True)
+        for src, setter in ((harness.WARMFS, lambda p: setattr(harness, "WARMFS", p)),
+                            (bench_systems.CEILING_BIN, lambda p: setattr(bench_systems, "CEILING_BIN", p))):
+            for _ in range(60):  # a link in progress: wait for it
+                if src.exists():
+                    break
+                time.sleep(5)
+            if src.exists():
+                dst = bindir / src.name
+                self.binary_mtimes[src.name] = datetime.datetime.fromtimestamp(
+                    src.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds")
+                shutil.copy2(src, dst)
+                setter(dst)
+
+    def meta(self, systems) -> dict:
+        def cmd(argv):
+            with contextlib.suppress(Exception):
+                return subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout.strip()
+            return ""
+        cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                    if line.startswith("model name")), platform.processor())
+        mem = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")))
+        versions = {name: m.version() for name, m in self.mounts.items()}
+        versions["warmfs"] += f" (binary built {self.binary_mtimes.get('warmfs', '?')})"
+        versions["libfuse"] = "libfuse " + cmd(["pkg-config", "--modversion", "fuse3"])
+        versions["s3rver"] = json.loads((harness.S3RVER_JS.parents[1] / "package.json").read_text())["version"]
+        versions["node"] = cmd(["node", "--version"])
+        versions["fio"] = cmd(["fio", "--version"]) or "absent (python pread instead)"
+        versions["curl"] = cmd(["curl", "--version"]).split("\n")[0][:40]
+        versions["aws"] = cmd(["aws", "--version"]).split(" ")[0]
+        debian = cmd(["cat", "/etc/debian_version"])
+        return {"type": "meta", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "spec": self.spec.key(), "systems": systems,
+                "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**20, 1),
+                            "kernel": platform.release(), "debian": debian},
+                "versions": versions, "first_byte_delay_ms": self.args.first_byte_ms,
+                "bandwidth_mbps": self.args.bandwidth_mbps, "rand_seconds": self.args.rand_seconds,
+                "warmfs_memory_cache_mib": self.args.memory_cache_mib,
+                "warmfs_args": self.args.warmfs_arg}
+
+    def run(self, workloads, systems) -> int:
+        for d in (self.data, self.work, self.logs):
+            d.mkdir(parents=True, exist_ok=True)
+        need = self.spec.total_bytes() * 3.5 / 2**30
+        free = shutil.disk_usage(self.data).free / 2**30
+        if free < need and not (self.data / "manifest.json").exists():
+            log(f"need about {need:.0f} GiB free under {self.data}, have {free:.0f} GiB")
+            return 2
+        self.snapshot_binaries()
+        self.origin = Origin(self.data, self.logs, self.args.first_byte_ms, self.args.bandwidth_mbps)
+        self.mounts = {}
+        for name in ("warmfs", "s3fs", "rclone"):
+            extra = self.args.warmfs_arg if name == "warmfs" else []
+            kw = {"memory_cache_mib": self.args.memory_cache_mib} if name == "warmfs" else {}
+            self.mounts[name] = MOUNTED[name](self.work, self.origin, self.logs, extra, **kw)
+        self.ceiling = Ceiling(self.work, self.origin, self.logs, [])
+        try:
+            self.origin.start()
+            self.manifest = bench_origin.prepare(self.data, self.spec, self.origin)
+            bench_origin.clear_prefix(self.origin.client(direct=True), "ckpt/")
+            self.emit(self.meta(systems))
+            for w in workloads:
+                self.run_workload(w, systems)
+        finally:
+            for m in [*self.mounts.values(), self.ceiling]:
+                m.unmount()
+            self.origin.stop()
+        return 0
+
+
+def parse_list(value, allowed, what):
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    bad = [x for x in items if x not in allowed]
+    if bad:
+        raise SystemExit(f"tools/bench/run: unknown {what} {', '.join(bad)} (choose from {', '.join(allowed)})")
+    return items
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="tools/bench/run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny sizes, warmfs only, results under build/bench-smoke (CI)")
+    ap.add_argument("--only", default=",".join(WORKLOADS), help=f"workloads ({','.join(WORKLOADS)})")
+    ap.add_argument("--systems", default=None, help=f"systems ({','.join(SYSTEMS)}); default all")
+    ap.add_argument("--data-dir", help="data and work dir (default /var/tmp/warmfs-bench/full|smoke)")
+    ap.add_argument("--results", help="JSON-lines results file, merged into "
+                    "(default docs/benchmarks.jsonl; with --smoke build/bench-smoke/results.jsonl)")
+    ap.add_argument("--doc", help="markdown report (default docs/benchmarks.md, chart beside it)")
+    ap.add_argument("--fresh", action="store_true", help="drop earlier results instead of merging")
+    ap.add_argument("--first-byte-ms", type=float, default=15.0, help="proxy first-byte delay (15)")
+    ap.add_argument("--bandwidth-mbps", type=float, default=0.0, help="proxy bandwidth cap, total (off)")
+    ap.add_argument("--rand-seconds", type=float, default=None, help="fio runtime per pass (10; smoke 1)")
+    ap.add_argument("--memory-cache-mib", type=int, default=2048, help="warmfs --memory-cache-size (2048)")
+    ap.add_argument("--warmfs-arg", action="append", default=[],
+                    help="extra argument for `warmfs mount` (repeat), e.g. --warmfs-arg=--read-write")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("tools/bench/run: needs root (drop_caches, mounts)")
+    workloads = parse_list(args.only, WORKLOADS, "workload")
+    systems = parse_list(args.systems or ("warmfs" if args.smoke else ",".join(SYSTEMS)), SYSTEMS, "system")
+    if args.rand_seconds is None:
+        args.rand_seconds = 1.0 if args.smoke else 10.0
+    out_dir = REPO / "build" / "bench-smoke"
+    args.results = args.results or str(out_dir / "results.jsonl" if args.smoke else REPO / "docs" / "benchmarks.jsonl")
+    doc = Path(args.doc or (out_dir / "benchmarks.md" if args.smoke else REPO / "docs" / "benchmarks.md"))
+    if args.smoke:
+        args.fresh = True
+    bench = Bench(args)
+    t0 = time.monotonic()
+    rc = bench.run(workloads, systems)
+    if rc:
+        return rc
+    merged = bench_report.merge(Path(args.results), bench.records, fresh=args.fresh)
+    bench_report.write(merged, doc, chart=not args.smoke or bench_report.chart_available())
+    log(f"done in {time.monotonic() - t0:.0f}s; results {args.results}, report {doc}")
+    bad = [r for r in bench.records if r.get("type") == "measurement" and r["status"] != "ok"
+           and not bench_report.known_failure(r)]
+    if args.smoke and bad:
+        for r in bad:
+            log(f"smoke: {r['workload']}/{r['phase']}/{r['system']}: {r['status']}: {r.get('error')}")
+        return 1
+    return 0

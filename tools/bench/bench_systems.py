@@ -1,0 +1,249 @@
+"""The systems the benchmark mounts and the FUSE ceiling, each with mount() / unmount() / pids().
+
+Every mount made here is unmounted in unmount(), which never raises and is always called from a
+`finally`: fusermount3 -u, then -uz, then umount -l; then the process we started is stopped by
+its PID (SIGTERM, then SIGKILL). Each system's local cache lives in its own directory, wiped
+before every fresh (cold) mount.
+
+How the peers are configured (the flags are documented in docs/benchmarks.md too):
+- s3fs-fuse: path-style URL to the proxy, a passwd file, use_cache=<dir> (its disk cache),
+  parallel_count=8 and multipart_size=64 (MiB) for uploads, multireq_max=16 for parallel range
+  reads, norenameapi (s3rver has no UploadPartCopy, which s3fs's rename of a file over 25 MB uses;
+  with it a rename uploads the object again from the cache), a 60 s stat cache large enough for the tree, enable_noobj_cache, kernel_cache (the
+  page cache survives opens, as warmfs's keep_cache).
+- rclone mount: an s3 remote with provider=Other, --vfs-cache-mode full (a disk cache, needed
+  for writes with fsync), --vfs-read-chunk-size 16M doubling without limit, --buffer-size 32M,
+  --vfs-read-ahead 256M, --transfers 8, --use-server-modtime (a listing is enough for ls -l;
+  without it rclone sends a HEAD per file), 60 s attribute and 1 h directory caches,
+  --s3-upload-concurrency 8 with 16M chunks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from benchlib import harness
+
+REPO = Path(__file__).resolve().parents[2]
+CEILING_BIN = REPO / "build" / "tools" / "fuse-ceiling" / "fuse-ceiling"
+MOUNT_TIMEOUT = 60.0
+
+
+def _wait_mounted(path: Path, proc: subprocess.Popen | None, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if harness.is_mounted(path):
+            with contextlib.suppress(OSError):
+                os.stat(path)
+                return
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"mount process exited {proc.returncode}; log:\n{harness._tail(log, 15)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{path} not mounted after {timeout:.0f}s; log:\n{harness._tail(log, 15)}")
+        time.sleep(0.1)
+
+
+class MountedSystem:
+    """A FUSE system mounted on work/<name>/mnt with its cache in work/<name>/cache."""
+
+    name = "?"
+    has_stats = False
+
+    def __init__(self, work: Path, origin, logs: Path, extra_args: list[str]):
+        self.dir = work / self.name
+        self.mnt = self.dir / "mnt"
+        self.cache = self.dir / "cache"
+        self.home = self.dir / "home"
+        self.origin = origin
+        self.logs = logs
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen | None = None
+        self.mount_count = 0
+
+    @property
+    def root(self) -> Path:
+        return self.mnt
+
+    def version(self) -> str:
+        return "?"
+
+    def mount(self) -> None:
+        """A fresh mount with an empty cache."""
+        self.unmount()
+        shutil.rmtree(self.cache, ignore_errors=True)
+        for d in (self.mnt, self.cache, self.home):
+            d.mkdir(parents=True, exist_ok=True)
+        self.mount_count += 1
+        self.log = self.logs / f"{self.name}-{self.mount_count:02d}.log"
+        self._start()
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc is not None and self.proc.poll() is None else []
+
+    def unmount(self) -> None:
+        """Never raises. Unmounts, then stops the daemon we started."""
+        pids = self.pids()
+        if harness.is_mounted(self.mnt):
+            harness.force_unmount(self.mnt)
+        if self.proc is not None:
+            with contextlib.suppress(Exception):
+                self.proc.wait(15)
+            with contextlib.suppress(Exception):
+                harness._stop_popen(self.proc, grace=5)
+            self.proc = None
+        for pid in harness.wait_gone(pids, 10):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if harness.is_mounted(self.mnt):
+            print(f"bench: WARNING {self.mnt} is still mounted", flush=True)
+
+    def stats(self) -> dict | None:
+        return None
+
+
+class Warmfs(MountedSystem):
+    name = "warmfs"
+    has_stats = True
+    memory_cache_mib = 2048
+
+    def __init__(self, *a, memory_cache_mib: int = 2048, **kw):
+        super().__init__(*a, **kw)
+        self.memory_cache_mib = memory_cache_mib
+        self.daemon_pid: int | None = None
+
+    def version(self) -> str:
+        rev = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True).stdout.strip()
+        return f"warmfs {rev}"
+
+    def env(self) -> dict:
+        return harness.base_env(self.home, harness.S3RVER_KEY, harness.S3RVER_SECRET)
+
+    def _start(self) -> None:
+        harness.require("warmfs", "fuse")
+        args = ["mount", f"s3://bench", str(self.mnt), "--endpoint", self.origin.endpoint,
+                "--path-style", "--region", "us-east-1", "--log-file", str(self.log),
+                "--memory-cache-size", f"{self.memory_cache_mib}M",
+                "--cache-dir", str(self.cache), "--cache-size", "16G", *self.extra_args]
+        run = harness.run_cli(args, self.env(), timeout=MOUNT_TIMEOUT)
+        if run.rc != 0:
+            raise RuntimeError(f"warmfs mount failed:\n{run.describe()}\n{harness._tail(self.log, 15)}")
+        self.daemon_pid = int(os.getxattr(self.mnt, "user.warmfs.pid").decode().strip())
+
+    def pids(self) -> list[int]:
+        if self.daemon_pid and harness.pid_alive(self.daemon_pid):
+            return [self.daemon_pid]
+        return []
+
+    def unmount(self) -> None:
+        pids = self.pids()
+        if harness.is_mounted(self.mnt):
+            with contextlib.suppress(Exception):
+                harness.run_cli(["unmount", str(self.mnt)], self.env(), timeout=30)
+            harness.force_unmount(self.mnt)
+        for pid in harness.wait_gone(pids, 10):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.daemon_pid = None
+
+    def stats(self) -> dict | None:
+        run = harness.run_cli(["stats", str(self.mnt), "--json"], self.env(), timeout=15)
+        return json.loads(run.stdout) if run.rc == 0 else None
+
+
+class S3fs(MountedSystem):
+    name = "s3fs"
+
+    def version(self) -> str:
+        out = subprocess.run(["s3fs", "--version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0].replace("Amazon Simple Storage Service File System ", "s3fs ") if out else "s3fs ?"
+
+    def _start(self) -> None:
+        if shutil.which("s3fs") is None:
+            raise RuntimeError("s3fs is not installed (tools/lib/install-bench-deps.sh)")
+        passwd = self.home / "passwd-s3fs"
+        passwd.write_text(f"{harness.S3RVER_KEY}:{harness.S3RVER_SECRET}\n")
+        passwd.chmod(0o600)
+        opts = [f"url={self.origin.endpoint}", "use_path_request_style", f"passwd_file={passwd}",
+                f"use_cache={self.cache}", "parallel_count=8", "multipart_size=64",
+                "multireq_max=16", "norenameapi", "max_stat_cache_size=100000", "stat_cache_expire=60",
+                "enable_noobj_cache", "kernel_cache", "endpoint=us-east-1", "dbglevel=warn"]
+        argv = ["s3fs", "bench", str(self.mnt), "-f"]
+        for o in opts:
+            argv += ["-o", o]
+        argv += self.extra_args
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=open(self.log, "wb"),
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={"PATH": harness.BASE_PATH, "HOME": str(self.home)})
+        _wait_mounted(self.mnt, self.proc, self.log, MOUNT_TIMEOUT)
+
+
+class Rclone(MountedSystem):
+    name = "rclone"
+
+    def version(self) -> str:
+        out = subprocess.run(["rclone", "version"], capture_output=True, text=True).stdout
+        return out.splitlines()[0] if out else "rclone ?"
+
+    def _start(self) -> None:
+        if shutil.which("rclone") is None:
+            raise RuntimeError("rclone is not installed (tools/lib/install-bench-deps.sh)")
+        conf = self.home / "rclone.conf"
+        conf.write_text("[bench]\ntype = s3\nprovider = Other\nenv_auth = false\n"
+                        f"access_key_id = {harness.S3RVER_KEY}\nsecret_access_key = {harness.S3RVER_SECRET}\n"
+                        f"endpoint = {self.origin.endpoint}\nregion = us-east-1\nforce_path_style = true\n")
+        argv = ["rclone", "mount", "bench:bench", str(self.mnt), "--config", str(conf),
+                "--cache-dir", str(self.cache), "--vfs-cache-mode", "full",
+                "--vfs-cache-max-size", "20G", "--vfs-read-chunk-size", "16M",
+                "--vfs-read-chunk-size-limit", "off", "--buffer-size", "32M",
+                "--vfs-read-ahead", "256M", "--transfers", "8", "--checkers", "8",
+                "--use-server-modtime", "--attr-timeout", "60s", "--dir-cache-time", "1h",
+                "--s3-upload-concurrency", "8", "--s3-chunk-size", "16M",
+                "--log-file", str(self.log), "--log-level", "NOTICE", *self.extra_args]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                     stdout=open(str(self.log) + ".out", "wb"),
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     env={"PATH": harness.BASE_PATH, "HOME": str(self.home)})
+        _wait_mounted(self.mnt, self.proc, self.log, MOUNT_TIMEOUT)
+
+
+class Ceiling(MountedSystem):
+    """tools/fuse-ceiling: `files` files f0.. of `size_mib` MiB each, served from memory."""
+    name = "ceiling"
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.size_mib = 1
+        self.files = 1
+
+    def version(self) -> str:
+        out = subprocess.run(["pkg-config", "--modversion", "fuse3"], capture_output=True, text=True)
+        return f"libfuse {out.stdout.strip()}"
+
+    def _start(self) -> None:
+        if not CEILING_BIN.exists():
+            raise RuntimeError(f"{CEILING_BIN} missing (ninja -C build)")
+        ready = self.dir / "ready"
+        ready.unlink(missing_ok=True)
+        self.proc = subprocess.Popen([str(CEILING_BIN), str(self.mnt), "--size", str(self.size_mib),
+                                      "--files", str(self.files), "--ready-file", str(ready)],
+                                     stdin=subprocess.DEVNULL, stdout=open(self.log, "wb"),
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + MOUNT_TIMEOUT
+        while not ready.exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"fuse-ceiling did not start; log:\n{harness._tail(self.log, 15)}")
+            time.sleep(0.05)
+
+
+MOUNTED = {"warmfs": Warmfs, "s3fs": S3fs, "rclone": Rclone}
