@@ -97,14 +97,14 @@ class Tree(harness.WarmfsTestCase):
                 st = os.stat(self.root / key)
                 self.assertTrue(stat.S_ISREG(st.st_mode), oct(st.st_mode))
                 self.assertEqual(st.st_size, len(data))
-                self.assertEqual(stat.S_IMODE(st.st_mode), 0o444)  # README default
+                self.assertEqual(stat.S_IMODE(st.st_mode), 0o644)  # the default of a writable mount
                 self.assertEqual((st.st_uid, st.st_gid), (os.getuid(), os.getgid()))
         for d in ["data", "data/nested", "data/nested/deep", "marker", "emptymarker", "both/sub",
                   "données", "many", "."]:
             with self.subTest(dir=d):
                 st = os.stat(self.root / d)
                 self.assertTrue(stat.S_ISDIR(st.st_mode), oct(st.st_mode))
-                self.assertEqual(stat.S_IMODE(st.st_mode), 0o555)  # README default
+                self.assertEqual(stat.S_IMODE(st.st_mode), 0o755)  # the default of a writable mount
 
     def test_missing_paths(self):
         for path, err in [("nope", errno.ENOENT), ("data/nope.bin", errno.ENOENT),
