@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +92,7 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
     r.keep_cache = !inserted && it->second == n.etag && !n.etag.empty() && !staged && !writable;
     it->second = n.etag;
   }
+  if (!staged && !writable && n.size <= kWarmFileMaxBytes) warm_following(ino);
   ObjectVersion v{key, n.etag, n.size};
   auto reader = read_path_.open(v);
   auto handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
@@ -107,6 +109,36 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
   }
   r.handle = std::move(handle);
   return r;
+}
+
+void Filesystem::warm_following(uint64_t ino) {
+  uint64_t parent = 0;
+  size_t index = 0;
+  std::vector<DirEntry> next;
+  if (!meta_.following_entries(ino, kWarmAhead, &parent, &index, &next)) return;
+  size_t from = 0;
+  {
+    std::lock_guard lock(scan_mu_);
+    if (scans_.size() > 1024) scans_.clear();  // a bound, not a policy
+    DirScan& d = scans_[parent];
+    // In order: near the last open (several threads going through one listing interleave).
+    const bool in_order = d.seen && index + 8 >= d.last_index && index <= d.last_index + 16;
+    d.streak = in_order ? d.streak + 1 : 0;
+    d.last_index = in_order ? std::max(d.last_index, index) : index;
+    if (!in_order) d.warmed_upto = index + 1;
+    d.seen = true;
+    if (d.streak < 2) return;
+    from = std::max(index + 1, d.warmed_upto);
+    d.warmed_upto = std::max(d.warmed_upto, index + 1 + next.size());
+  }
+  for (size_t k = from - (index + 1); k < next.size(); ++k) {
+    const DirEntry& e = next[k];
+    if (e.is_dir || e.etag.empty() || e.size == 0 || e.size > kWarmFileMaxBytes) continue;
+    auto key = meta_.child_key(parent, e.name, false);
+    if (!key.is_ok()) continue;
+    read_path_.warm(ObjectVersion{*key, e.etag, e.size}, kWarmFileMaxBytes);
+    warmed_files_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<std::byte> out) {
@@ -222,6 +254,7 @@ std::string Filesystem::stats_json() const {
                        {"evicted_bytes", mc.evicted_bytes},
                        {"hit_ratio", ratio(mc.hits, mc.misses)}};
   j["readahead"] = {{"prefetched_chunks", rc.prefetched_chunks},
+                    {"warmed_files", warmed_files_.load()},
                     {"wasted_chunks", rc.prefetch_wasted_chunks},
                     {"inflight_bytes", rc.inflight_bytes}};
   j["metadata"] = {{"nodes", meta.nodes}, {"listing_cache_hits", meta.listing_cache_hits},

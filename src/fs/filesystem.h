@@ -216,6 +216,21 @@ class Filesystem {
   void apply_staged(Attr& a);
   int64_t wall_sec() const;
 
+  // Small files opened in a directory's listing order: the next ones are fetched ahead, so a
+  // scan has more requests in flight than its reader threads (warm_following()).
+  struct DirScan {
+    size_t last_index = 0;
+    size_t warmed_upto = 0;  // entries below this index have been warmed
+    uint32_t streak = 0;     // opens in a row near the previous one
+    bool seen = false;
+  };
+  static constexpr uint64_t kWarmFileMaxBytes = 1ull << 20;
+  static constexpr size_t kWarmAhead = 128;
+  void warm_following(uint64_t ino);
+  std::mutex scan_mu_;  // protects scans_
+  std::unordered_map<uint64_t, DirScan> scans_;  // by directory inode
+  std::atomic<uint64_t> warmed_files_{0};
+
   Uploader* const uploader_;
   // Lets write-through callbacks (on the uploader's threads) reach this object only while it
   // lives: the destructor clears fs under mu.

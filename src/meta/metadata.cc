@@ -410,6 +410,24 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   edit_listing_locked(std::string(dir_name(*to)), new_name, &e);
 }
 
+bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
+                                 std::vector<DirEntry>* out) const {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || it->second.is_dir) return false;
+  auto lit = listings_.find(std::string(dir_name(it->second.path)));
+  if (lit == listings_.end() || !fresh(lit->second.listing->listed_at)) return false;
+  const auto& entries = lit->second.listing->entries;
+  const std::string_view name = base_name(it->second.path);
+  auto e = std::lower_bound(entries.begin(), entries.end(), name,
+                            [](const DirEntry& a, std::string_view b) { return a.name < b; });
+  if (e == entries.end() || e->name != name) return false;
+  *parent = it->second.parent;
+  *index = static_cast<size_t>(e - entries.begin());
+  out->assign(e + 1, e + 1 + static_cast<ptrdiff_t>(std::min<size_t>(count, entries.end() - e - 1)));
+  return true;
+}
+
 bool Metadata::has_local_children(uint64_t dir_ino) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(dir_ino);

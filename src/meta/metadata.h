@@ -126,6 +126,10 @@ class Metadata {
   // The entry moved (rename): its node, and for a directory every node below, take the new
   // path; a node at the destination is replaced.
   void renamed(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name);
+  // For a file whose parent has a fresh cached listing: its index there, and up to `count`
+  // entries after it. False when there is no fresh listing (or the file is not in it).
+  bool following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
+                         std::vector<DirEntry>* out) const;
   // True if the directory holds files created here and not uploaded yet.
   bool has_local_children(uint64_t dir_ino) const;
 

@@ -1,5 +1,6 @@
 #include "readahead/read_path.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "readahead/chunk_fetcher.h"
@@ -23,6 +24,19 @@ ReadPath::~ReadPath() { impl_->fetcher->shutdown(); }
 
 std::unique_ptr<Reader> ReadPath::open(ObjectVersion version) {
   return std::make_unique<WindowedReader>(impl_->fetcher, std::move(version));
+}
+
+void ReadPath::warm(const ObjectVersion& version, uint64_t max_bytes) {
+  ChunkFetcher& f = *impl_->fetcher;
+  const uint64_t chunk = f.options().chunk_size;
+  const uint64_t end = std::min(version.size, max_bytes);
+  if (version.etag.empty() || end == 0) return;  // only versions the cache can hold
+  std::vector<PendingFetch> pending;
+  for (uint64_t i = 0; i * chunk < end; ++i) {
+    const uint64_t length = std::min(chunk, version.size - i * chunk);
+    f.acquire(ChunkKey{f.bucket(), version.key, version.etag, i}, length, ChunkFetcher::Mode::kDemand, &pending);
+  }
+  if (!pending.empty()) f.submit(std::move(pending));
 }
 
 ReadPathCounters ReadPath::counters() const { return impl_->fetcher->counters(); }

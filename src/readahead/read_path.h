@@ -50,7 +50,7 @@ struct ReadaheadOptions {
   // GPU node's memory and enough for several sequential streams at full speed.
   uint64_t max_inflight_bytes = 256ull << 20;
   // Threads issuing range GETs; each holds one request at a time (requests are latency bound).
-  uint32_t fetch_threads = 16;
+  uint32_t fetch_threads = 64;
   // Read-ahead fetches runs of consecutive chunks with one range GET of up to this many bytes:
   // per-request cost (first-byte latency, server overhead) is paid once per run, not per chunk.
   uint64_t max_request_bytes = 8ull << 20;
@@ -100,6 +100,11 @@ class ReadPath {
   // A reader of one object version (one per open file handle). Cheap: no request is made
   // until the first read.
   std::unique_ptr<Reader> open(ObjectVersion version);
+  // Starts fetching the first max_bytes of version into the cache, without waiting (a later
+  // reader finds the chunks cached or joins their fetch). For files a reader is about to
+  // open: a directory of small files read in order gets more requests in flight than its
+  // readers bring. Not charged to the read-ahead budget: the caller bounds how much it warms.
+  void warm(const ObjectVersion& version, uint64_t max_bytes);
   ReadPathCounters counters() const;
   const ReadaheadOptions& options() const;
 

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -283,3 +285,40 @@ TEST_CASE("model: the core agrees with a map of keys", "[fs][model]") {
     }
   }
 }
+
+namespace warmfs {
+
+TEST_CASE("small files opened in listing order warm the ones after them", "[fs]") {
+  Fixture f;
+  for (int i = 0; i < 40; ++i) f.bucket.put_object(fmt::format("d/f{:02}", i), std::string(1000, char('a' + i % 26)));
+  auto d = f.resolve("d");
+  REQUIRE(d.is_ok());
+  REQUIRE(f.fs->opendir(d->ino).is_ok());  // the listing, as a directory walk has it
+  for (int i = 0; i < 3; ++i) {
+    auto a = f.fs->lookup(d->ino, fmt::format("f{:02}", i));
+    REQUIRE(a.is_ok());
+    REQUIRE(f.fs->open(a->ino, O_RDONLY).is_ok());
+  }
+  // The third open in order starts fetches of the files after it, none of them opened yet.
+  for (int i = 0; i < 200 && f.store.get_count("d/f20") == 0; ++i) std::this_thread::sleep_for(5ms);
+  CHECK(f.store.get_count("d/f20") == 1);
+  CHECK(f.store.get_count("d/f39") == 1);
+  CHECK(f.store.get_count("d/f00") == 0);  // opened, never read: nothing fetched for it
+}
+
+TEST_CASE("files opened out of order warm nothing", "[fs]") {
+  Fixture f;
+  for (int i = 0; i < 100; ++i) f.bucket.put_object(fmt::format("d/f{:03}", i), "x");
+  auto d = f.resolve("d");
+  REQUIRE(d.is_ok());
+  REQUIRE(f.fs->opendir(d->ino).is_ok());
+  for (int i : {90, 10, 50, 70, 30}) {
+    auto a = f.fs->lookup(d->ino, fmt::format("f{:03}", i));
+    REQUIRE(a.is_ok());
+    REQUIRE(f.fs->open(a->ino, O_RDONLY).is_ok());
+  }
+  std::this_thread::sleep_for(50ms);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kGetRange) == 0);
+}
+
+}  // namespace warmfs
