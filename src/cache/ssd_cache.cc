@@ -2,6 +2,8 @@
 // Opening and recovery are in ssd_cache_open.cc.
 #include "cache/ssd_cache.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -293,10 +295,11 @@ void SsdCache::write_one(const Pending& p) {
   }
   const ssd_record::Trailer trailer =
       ssd_record::encode({len, chunk.crc32c, ssd_record::key_crc(enc), pl.gen});
-  if (Status s = io_->write_at(fd, chunk.bytes, pl.offset); !s.is_ok()) return fail(s, "write");
-  if (Status s = io_->write_at(fd, trailer, pl.offset + len); !s.is_ok()) {
-    return fail(s, "write");
-  }
+  // The record (bytes, then trailer) in one write: one request to the disk, not two.
+  write_buf_.resize(len + trailer.size());
+  std::memcpy(write_buf_.data(), chunk.bytes.data(), len);
+  std::memcpy(write_buf_.data() + len, trailer.data(), trailer.size());
+  if (Status s = io_->write_at(fd, write_buf_, pl.offset); !s.is_ok()) return fail(s, "write");
   // Data first, then the entry: an entry never points at bytes not yet written.
   const SsdIndexEntry e{pl.region, pl.gen, pl.offset, len, chunk.crc32c, wall_seconds()};
   {

@@ -139,6 +139,7 @@ class SsdCache final : public BlockCache {
   const std::vector<io::UniqueFd> region_fds_;  // one per region slot, fixed
 
   std::mutex write_mu_;    // serializes writer-side work: write_one() and expire()
+  std::vector<std::byte> write_buf_;  // one record being written; under write_mu_
   std::mutex index_mu_;    // serializes index mutations that must read, compare, then write
   mutable std::mutex mu_;  // protects alloc_
   RegionAllocator alloc_;
