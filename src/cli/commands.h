@@ -3,8 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "cache/ssd_cache.h"
+#include "common/clock.h"
+#include "warmfs/result.h"
 
 namespace warmfs::cli {
 
@@ -51,6 +56,12 @@ int run_unmount(const std::string& mountpoint);
 int run_stats(const std::string& mountpoint, bool json);
 // Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
 int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths, unsigned threads);
+
+// Opens (or creates) an SSD cache tier in dir, of size_bytes (0: 80% of the free space there),
+// keeping chunks ttl_sec after their last read (0: until space is needed). For mounts and
+// cache servers alike.
+Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
+                                                Clock& clock);
 
 // Prints "warmfs: <message>" to stderr.
 void print_error(const std::string& message);

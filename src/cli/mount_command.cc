@@ -136,35 +136,40 @@ std::string staging_dir_for(const MountArgs& a) {
   return "/var/tmp/warmfs-staging";
 }
 
-// The SSD tier. Without --cache-size it may take 80% of the space free on the cache dir's
-// filesystem when the mount starts: most of a dedicated NVMe, while leaving room for the
-// staging of writes, logs and other tenants of the disk.
-Result<std::unique_ptr<SsdCache>> open_disk_cache(const MountArgs& a, Clock& clock) {
+}  // namespace
+
+// The SSD tier. Without a size it may take 80% of the space free on the cache dir's
+// filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
+// writes, logs and other tenants of the disk.
+Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
+                                                Clock& clock) {
   SsdCacheOptions o;
-  o.dir = a.cache_dir;
-  o.capacity_bytes = a.cache_size_bytes;
-  o.ttl = std::chrono::seconds(static_cast<int64_t>(a.cache_ttl_sec));
+  o.dir = dir;
+  o.capacity_bytes = size_bytes;
+  o.ttl = std::chrono::seconds(static_cast<int64_t>(ttl_sec));
   if (o.capacity_bytes == 0) {
     std::error_code ec;
-    std::filesystem::create_directories(a.cache_dir, ec);
+    std::filesystem::create_directories(dir, ec);
     struct statvfs vfs {};
-    if (::statvfs(a.cache_dir.c_str(), &vfs) != 0) {
-      return Status(Errc::kInvalidArgument, "--cache-dir " + a.cache_dir + ": " + std::strerror(errno));
+    if (::statvfs(dir.c_str(), &vfs) != 0) {
+      return Status(Errc::kInvalidArgument, "--cache-dir " + dir + ": " + std::strerror(errno));
     }
     o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
   }
   if (o.capacity_bytes < o.region_bytes) {
     return Status(Errc::kInvalidArgument,
                   fmt::format("--cache-size must be at least {} (one region); {} has {}",
-                              format_size(o.region_bytes), a.cache_dir, format_size(o.capacity_bytes)));
+                              format_size(o.region_bytes), dir, format_size(o.capacity_bytes)));
   }
   auto disk = SsdCache::open(o, clock);
   if (disk.is_ok()) {
-    log::info("SSD cache tier: {} of {} ({})", a.cache_dir, format_size(o.capacity_bytes),
+    log::info("SSD cache tier: {} of {} ({})", dir, format_size(o.capacity_bytes),
               (*disk)->uses_io_uring() ? "io_uring" : "pread/pwrite");
   }
   return disk;
 }
+
+namespace {
 
 // Warms --prefetch paths through the mount itself, in the background, once it answers.
 void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
@@ -195,7 +200,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   ra.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, std::min<uint64_t>(ra.max_inflight_bytes, a.memory_cache_bytes / 4));
   BlockCache* cache = d.memory.get();
   if (!a.cache_dir.empty()) {
-    WARMFS_ASSIGN_OR_RETURN(d.disk, open_disk_cache(a, clock));
+    WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, clock));
     d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk);
     cache = d.tiers.get();
   }

@@ -100,30 +100,6 @@ Status check_bucket(const S3Config& config) {
   return Status::ok();
 }
 
-Result<std::unique_ptr<SsdCache>> open_ssd(const ServeArgs& a, Clock& clock) {
-  SsdCacheOptions o;
-  o.dir = a.cache_dir;
-  o.capacity_bytes = a.cache_size_bytes;
-  o.ttl = std::chrono::seconds(static_cast<int64_t>(a.cache_ttl_sec));
-  if (o.capacity_bytes == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(a.cache_dir, ec);
-    struct statvfs vfs {};
-    if (::statvfs(a.cache_dir.c_str(), &vfs) != 0) {
-      return Status(Errc::kInvalidArgument,
-                    "--cache-dir " + a.cache_dir + ": " + std::strerror(errno));
-    }
-    // As a mount's SSD tier: 80% of the free space, the node's disk being the cache's.
-    o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
-  }
-  if (o.capacity_bytes < o.region_bytes) {
-    return Status(
-        Errc::kInvalidArgument,
-        fmt::format("--cache-size must be at least {} (one region)", format_size(o.region_bytes)));
-  }
-  return SsdCache::open(o, clock);
-}
-
 void raise_fd_limit() {
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
@@ -239,7 +215,7 @@ int run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto ssd = open_ssd(a, clock);
+  auto ssd = open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, clock);
   if (!ssd.is_ok()) {
     print_error(ssd.status().message());
     return kExitFailure;

@@ -160,6 +160,16 @@ bool Metadata::should_list(const std::string& dir_path) {
   return ++p.count > kAutoListAfterProbes;
 }
 
+Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& path) {
+  Node fresh_node;
+  fresh_node.ino = next_ino_++;
+  fresh_node.parent = parent;
+  fresh_node.path = path;
+  auto [it, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
+  ino_by_path_[path] = it->first;
+  return it->second;
+}
+
 NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                                std::chrono::steady_clock::time_point seen_at) {
   std::lock_guard lock(mu_);
@@ -174,15 +184,7 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
       n = nullptr;
     }
   }
-  if (n == nullptr) {
-    Node fresh_node;
-    fresh_node.ino = next_ino_++;
-    fresh_node.parent = parent;
-    fresh_node.path = path;
-    auto [nit, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
-    ino_by_path_[path] = nit->first;
-    n = &nit->second;
-  }
+  if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = e.is_dir;
   n->size = e.size;
   n->mtime_sec = e.mtime_sec;
@@ -295,15 +297,7 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   auto it = ino_by_path_.find(path);
   Node* n = nullptr;
   if (it != ino_by_path_.end() && !nodes_.at(it->second).is_dir) n = &nodes_.at(it->second);
-  if (n == nullptr) {
-    Node fresh_node;
-    fresh_node.ino = next_ino_++;
-    fresh_node.parent = parent;
-    fresh_node.path = path;
-    auto [nit, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
-    ino_by_path_[path] = nit->first;
-    n = &nit->second;
-  }
+  if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = false;
   n->size = 0;
   n->etag.clear();

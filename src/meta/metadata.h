@@ -182,6 +182,8 @@ class Metadata {
   NodeAttr upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                        std::chrono::steady_clock::time_point seen_at);
   static NodeAttr attr_of(const Node& n, int64_t dir_mtime);
+  // A node with a new inode number for path, indexed by path; mu_ held.
+  Node& new_node_locked(uint64_t parent, const std::string& path);
   // Path of a child of a known directory; mu_ held.
   Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
   // Replaces (or adds, or with remove drops) name's entry in dir_path's cached listing, if
