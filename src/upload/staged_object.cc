@@ -277,9 +277,11 @@ void StagedObject::upload_part(int n) {
     upload_id_ = *id;
     up_.staging_.upload_started(key, upload_id_);
     if (key != key_ || discarded_) {
-      // Renamed or deleted meanwhile: this upload is of no use.
+      // Renamed or deleted meanwhile: this upload is of no use. This part stops counting as
+      // in flight first: abort_upload() waits for every part in flight, this one included.
+      finish(Status::ok());
       abort_upload(lock);
-      return finish(Status::ok());
+      return;
     }
   }
   const uint64_t gen = parts_[n - 1].gen;

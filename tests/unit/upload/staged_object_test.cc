@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <future>
 #include <random>
+#include <thread>
 
 #include "cache/memory_cache.h"
 #include "support/fake_clock.h"
@@ -206,6 +208,31 @@ TEST_CASE("staged object: discard aborts the open upload and uploads nothing", "
   for (int i = 0; i < 400 && f.store.call_count(Op::kUploadPart) < 2; ++i) ::usleep(5000);
   obj->discard();
   CHECK_FALSE(obj->dirty());
+  REQUIRE(obj->flush().is_ok());
+  CHECK(f.bucket.object_count() == 0);
+  CHECK(f.bucket.upload_count() == 0);
+}
+
+TEST_CASE("staged object: discard while the multipart upload is being created does not hang", "[upload]") {
+  Fixture f;
+  f.store.set_delay(Op::kCreateMultipart, std::chrono::milliseconds(300));
+  auto obj = f.uploader->make("doomed");
+  REQUIRE(obj->stage_empty().is_ok());
+  REQUIRE(obj->write(0, bytes_of(16 * kMiB, 8)).is_ok());
+  for (int i = 0; i < 400 && f.store.call_count(Op::kCreateMultipart) == 0; ++i) ::usleep(1000);
+  REQUIRE(f.store.call_count(Op::kCreateMultipart) == 1);
+  // The upload being created sees the discard when CreateMultipartUpload answers. A deadlock
+  // here would hang the whole run, so discard runs on its own thread and a hang aborts loudly.
+  std::promise<void> done;
+  auto finished = done.get_future();
+  std::thread([&obj, &done] {
+    obj->discard();
+    done.set_value();
+  }).detach();
+  if (finished.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    FAIL_CHECK("discard() did not return within 20 s");
+    std::abort();
+  }
   REQUIRE(obj->flush().is_ok());
   CHECK(f.bucket.object_count() == 0);
   CHECK(f.bucket.upload_count() == 0);
