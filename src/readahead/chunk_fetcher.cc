@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/buffer.h"
 #include "common/log.h"
 
 namespace warmfs {
@@ -181,7 +182,7 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   const uint64_t offset = first.index * options_.chunk_size;
   fetch_requests_.fetch_add(1, std::memory_order_relaxed);
   // One buffer for the stretch, not zero-filled; its chunks are slices of it (no copy).
-  std::shared_ptr<std::byte[]> buf(new std::byte[total]);
+  std::shared_ptr<std::byte[]> buf = allocate_buffer(total);
   Result<size_t> got = store_.get_range(first.key, offset, std::span(buf.get(), total), first.etag);
   Status st;
   if (!got.is_ok()) {
