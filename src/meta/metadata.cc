@@ -147,17 +147,19 @@ Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name)
   return DirEntry{std::string(name), true, 0, options_.dir_mtime_sec, ""};
 }
 
-bool Metadata::should_list(const std::string& dir_path) {
+int Metadata::pages_to_list(const std::string& dir_path) {
   std::lock_guard lock(mu_);
   if (probes_.size() > 4096) probes_.clear();  // a bound, not a policy: counts restart
   DirProbes& p = probes_[dir_path];
   const auto now = clock_.now();
-  if (now < p.too_large_until) return false;
+  if (now < p.no_list_until) return 0;
   if (now - p.window_start >= options_.ttl) {
     p.window_start = now;
     p.count = 0;
   }
-  return ++p.count > kAutoListAfterProbes;
+  ++p.count;
+  if (p.count == 1) return 1;
+  return p.count > kAutoListAfterProbes ? kAutoListMaxPages : 0;
 }
 
 Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& path) {
@@ -225,16 +227,21 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
     return upsert_node(parent, path, *e, listing->listed_at);
   }
-  if (should_list(parent_path)) {
-    // Several files of this directory were opened by name: one LIST now answers the rest.
-    auto listed = fetch_listing(parent_path, kAutoListMaxPages);
+  if (const int pages = pages_to_list(parent_path); pages > 0) {
+    // The first lookup in a directory lists it if one page holds it; after several lookups
+    // by name, a listing of up to kAutoListMaxPages answers the rest.
+    auto listed = fetch_listing(parent_path, pages);
     if (listed.is_ok()) {
       const DirEntry* e = (*listed)->find(name);
       if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
       return upsert_node(parent, path, *e, (*listed)->listed_at);
     }
-    std::lock_guard lock(mu_);
-    probes_[parent_path].too_large_until = clock_.now() + options_.ttl;
+    // More than one page: probe now, and list it whole if several lookups follow. Too large
+    // for that, or not listable at all (a failure of any kind): probe until the TTL is over.
+    if (listed.code() != Errc::kNotSupported || pages == kAutoListMaxPages) {
+      std::lock_guard lock(mu_);
+      probes_[parent_path].no_list_until = clock_.now() + options_.ttl;
+    }
   }
   const auto asked_at = clock_.now();
   WARMFS_ASSIGN_OR_RETURN(DirEntry e, probe(path, name));

@@ -7,15 +7,18 @@
 //
 // Directory listings come from ListObjectsV2 with a delimiter, paged, and are cached for
 // the metadata TTL; lookups inside a freshly listed directory are answered from the listing
-// (so `ls -lR` costs LIST requests only, never a HEAD per file). A lookup outside a cached
-// listing costs a HEAD, then, if there is no such object, a one-key LIST for a directory.
-// Keys that cannot be names (empty segments, ".", "..", names over 255 bytes) are skipped
-// with a log line. Where a key is both a file and a directory prefix, listings show the
-// directory; a lookup outside a cached listing (one HEAD) finds the file.
+// (so `ls -lR` costs LIST requests only, never a HEAD per file). A lookup that no listing
+// answers (see below) probes: a HEAD, then, if there is no such object, a one-key LIST for a
+// directory. Keys that cannot be names (empty segments, ".", "..", names over 255 bytes) are
+// skipped with a log line. Where a key is both a file and a directory prefix, listings show
+// the directory; a probe finds the file.
 //
-// Files opened by name without a listing (a loader with an index of paths) cost a HEAD each,
-// until several come from one directory within the TTL: then the directory is listed once
-// (if it has at most 10,000 entries) and the rest are answered from the listing.
+// The first lookup by name in a directory with no cached listing lists it, if one page (1,000
+// entries) holds it: then that lookup and the ones after it cost one LIST in all (`ls -lR`
+// of a tree costs LIST requests only, from its root down). In a larger directory, files
+// opened by name (a loader with an index of paths) cost a HEAD each, until several come
+// from it within the TTL: then it is listed once (if it has at most 10,000 entries) and the
+// rest are answered from the listing.
 //
 // Thread safe: one mutex guards the inode table and the listing cache; object-store
 // requests are made without holding it.
@@ -155,9 +158,9 @@ class Metadata {
   struct DirProbes {
     std::chrono::steady_clock::time_point window_start{};
     uint32_t count = 0;
-    // A directory too large to list on the side (over kAutoListMaxPages) is not tried again
-    // until then.
-    std::chrono::steady_clock::time_point too_large_until{};
+    // A directory too large to list on the side (over kAutoListMaxPages), or whose listing
+    // failed, is not listed for a lookup again until then.
+    std::chrono::steady_clock::time_point no_list_until{};
   };
   // After this many lookups by name in one directory within the TTL, the next one lists it.
   static constexpr uint32_t kAutoListAfterProbes = 4;
@@ -172,9 +175,12 @@ class Metadata {
 
   // Lists a directory, all pages, or fails with kNotSupported past max_pages (0: no limit).
   Result<DirListingPtr> fetch_listing(const std::string& dir_path, int max_pages = 0);
-  // Counts a lookup by name in dir_path that no listing answered; true when enough of them
-  // came within the TTL that listing the directory once is cheaper than a HEAD per file.
-  bool should_list(const std::string& dir_path);
+  // Counts a lookup by name in dir_path that no listing answered, and says how many pages
+  // of the directory to list instead of probing: 1 for the first lookup within the TTL (a
+  // directory that fits one page is then known whole, for the price of one request),
+  // kAutoListMaxPages once enough lookups came that listing is cheaper than a HEAD per file,
+  // 0 otherwise (probe).
+  int pages_to_list(const std::string& dir_path);
   // Asks the bucket what `path` is: a file (HEAD) or a directory (one-key LIST).
   Result<DirEntry> probe(const std::string& path, std::string_view name);
   // Inserts or refreshes the node for path and counts a reference. Locks mu_.

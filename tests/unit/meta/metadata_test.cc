@@ -86,10 +86,56 @@ TEST_CASE("a directory wins over a file of the same name in listings", "[meta]")
   Fixture g;
   g.bucket.put_object("x", "file");
   g.bucket.put_object("x/inner", "in");
-  auto x = g.meta->lookup(kRootIno, "x");  // no listing cached: one HEAD finds the file
+  auto x = g.meta->lookup(kRootIno, "x");  // no listing cached: one LIST of the root answers
+  REQUIRE(x.is_ok());
+  CHECK(x->is_dir);  // as the listing shows it
+  CHECK(g.store.call_count(FaultInjectingStore::Op::kList) == 1);
+  CHECK(g.store.call_count(FaultInjectingStore::Op::kHead) == 0);
+}
+
+TEST_CASE("a probe of a directory too large to list finds the file of a name that is both", "[meta]") {
+  Fixture f;
+  for (int i = 0; i < 1001; ++i) f.bucket.put_object(fmt::format("k{:04}", i), "v");
+  f.bucket.put_object("x", "file");
+  f.bucket.put_object("x/inner", "in");
+  auto x = f.meta->lookup(kRootIno, "x");  // one page is not the whole root: a HEAD finds the file
   REQUIRE(x.is_ok());
   CHECK_FALSE(x->is_dir);
-  CHECK(g.store.call_count(FaultInjectingStore::Op::kList) == 0);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 1);
+}
+
+TEST_CASE("the first lookup in an unlisted directory lists it: a tree walk costs LISTs only", "[meta]") {
+  Fixture f;
+  for (int d = 0; d < 3; ++d) {
+    for (int i = 0; i < 20; ++i) f.bucket.put_object(fmt::format("top/d{}/f{}", d, i), "x");
+  }
+  auto top = f.meta->lookup(kRootIno, "top");
+  REQUIRE(top.is_ok());
+  CHECK(top->is_dir);
+  for (int d = 0; d < 3; ++d) {
+    auto dir = f.meta->lookup(top->ino, fmt::format("d{}", d));
+    REQUIRE(dir.is_ok());
+    for (int i = 0; i < 20; ++i) REQUIRE(f.meta->lookup(dir->ino, fmt::format("f{}", i)).is_ok());
+    CHECK(f.meta->lookup(dir->ino, "absent").code() == Errc::kNotFound);
+  }
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 0);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 5);  // the root, top, d0..d2
+}
+
+TEST_CASE("a directory that cannot be listed still answers lookups by HEAD", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("d/a", "1");
+  f.bucket.put_object("d/b", "2");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  f.store.clear_calls();
+  f.store.fail_always(FaultInjectingStore::Op::kList, Status(Errc::kAccessDenied, "403 AccessDenied"));
+  auto a = f.meta->lookup(d->ino, "a");
+  REQUIRE(a.is_ok());
+  CHECK(a->size == 1);
+  REQUIRE(f.meta->lookup(d->ino, "b").is_ok());
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1);  // tried once, then not for the TTL
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 2);
 }
 
 TEST_CASE("lookups in a listed directory cost no request", "[meta]") {
@@ -172,14 +218,16 @@ TEST_CASE("list errors propagate", "[meta]") {
 
 TEST_CASE("files opened by name make one LIST of their directory, not a HEAD each", "[meta]") {
   Fixture f;
-  for (int i = 0; i < 100; ++i) f.bucket.put_object("d/f" + std::to_string(i), "x");
+  for (int i = 0; i < 3000; ++i) f.bucket.put_object(fmt::format("d/f{:04}", i), "x");
   auto d = f.meta->lookup(kRootIno, "d");
   REQUIRE(d.is_ok());
   f.store.clear_calls();
-  for (int i = 0; i < 100; ++i) REQUIRE(f.meta->lookup(d->ino, "f" + std::to_string(i)).is_ok());
+  for (int i = 0; i < 100; ++i) REQUIRE(f.meta->lookup(d->ino, fmt::format("f{:04}", i)).is_ok());
   CHECK(f.meta->lookup(d->ino, "absent").code() == Errc::kNotFound);
+  // The first lookup's one-page listing is not the whole directory; four HEADs, then one
+  // listing of its 3 pages answers the rest.
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 4);
-  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1 + 3);
 }
 
 TEST_CASE("a directory too large to list on the side keeps its HEADs", "[meta]") {
@@ -189,7 +237,7 @@ TEST_CASE("a directory too large to list on the side keeps its HEADs", "[meta]")
   REQUIRE(d.is_ok());
   f.store.clear_calls();
   for (int i = 0; i < 20; ++i) REQUIRE(f.meta->lookup(d->ino, fmt::format("k{:05}", i)).is_ok());
-  // One attempt that gives up after 10 pages, then HEADs only.
-  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 10);
+  // A one-page attempt, one that gives up after 10 pages, then HEADs only.
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1 + 10);
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 20);
 }
