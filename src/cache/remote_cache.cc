@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache/remote_protocol.h"
+#include "common/buffer.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -168,7 +169,7 @@ ChunkPtr RemoteCache::get(const ChunkKey& key) {
     return nullptr;
   }
   const size_t cap = options_.chunk_size;
-  std::shared_ptr<std::byte[]> buf(new std::byte[cap]);
+  std::shared_ptr<std::byte[]> buf = allocate_buffer(cap);
   http::Request req = request_for(s, remote::chunk_target(key, options_.chunk_size));
   req.body_sink = std::span(buf.get(), cap);
   Result<http::Response> r = s.client->perform(req);

@@ -2,27 +2,96 @@
 
 #include <sys/mman.h>
 
-#include <cstdint>
+#include <map>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace warmfs {
+namespace {
 
-std::shared_ptr<std::byte[]> allocate_buffer(size_t n) {
-  if (n < kHugePageBytes) return std::shared_ptr<std::byte[]>(new std::byte[n]);
-  // Map a huge page more than asked, and use the 2 MiB-aligned part, so every page of the
+// Size classes: 64 KiB steps below kHugePageBytes, 2 MiB steps from there.
+size_t size_class(size_t n) {
+  const size_t step = n < kHugePageBytes ? (64u << 10) : kHugePageBytes;
+  return (n + step - 1) / step * step;
+}
+
+std::byte* map_buffer(size_t len) {
+  if (len < kHugePageBytes) {
+    void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<std::byte*>(p);
+  }
+  // Map a huge page more than asked and keep the 2 MiB-aligned part, so every page of the
   // buffer can be a huge page.
-  const size_t len = (n + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
   const size_t mapped = len + kHugePageBytes;
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   auto* base = static_cast<std::byte*>(p);
-  const auto addr = reinterpret_cast<uintptr_t>(base);
-  const size_t lead = (kHugePageBytes - addr % kHugePageBytes) % kHugePageBytes;
+  const size_t lead = (kHugePageBytes - reinterpret_cast<uintptr_t>(base) % kHugePageBytes) % kHugePageBytes;
   if (lead > 0) ::munmap(base, lead);
-  if (kHugePageBytes - lead > 0) ::munmap(base + lead + len, kHugePageBytes - lead);
+  ::munmap(base + lead + len, kHugePageBytes - lead);
   std::byte* data = base + lead;
   ::madvise(data, len, MADV_HUGEPAGE);  // advice only: without THP, plain pages
-  return std::shared_ptr<std::byte[]>(data, [len](std::byte* q) { ::munmap(q, len); });
+  return data;
 }
+
+// Process-wide, like the heap it stands beside.
+class Pool {
+ public:
+  std::byte* take(size_t len) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = free_.find(len);
+      if (it != free_.end() && !it->second.empty()) {
+        std::byte* p = it->second.back();
+        it->second.pop_back();
+        pooled_ -= len;
+        ++reused_;
+        return p;
+      }
+      ++mapped_;
+    }
+    return map_buffer(len);
+  }
+
+  void give(std::byte* p, size_t len) {
+    {
+      std::lock_guard lock(mu_);
+      if (pooled_ + len <= kPoolMaxBytes) {
+        free_[len].push_back(p);
+        pooled_ += len;
+        return;
+      }
+    }
+    ::munmap(p, len);
+  }
+
+  BufferPoolStats stats() {
+    std::lock_guard lock(mu_);
+    return BufferPoolStats{pooled_, reused_, mapped_};
+  }
+
+ private:
+  std::mutex mu_;  // protects everything below
+  std::map<size_t, std::vector<std::byte*>> free_;  // by size class
+  uint64_t pooled_ = 0, reused_ = 0, mapped_ = 0;
+};
+
+Pool& pool() {
+  static Pool* p = new Pool();  // never destroyed: buffers may be let go during exit
+  return *p;
+}
+
+}  // namespace
+
+std::shared_ptr<std::byte[]> allocate_buffer(size_t n) {
+  if (n < kPoolMinBytes) return std::shared_ptr<std::byte[]>(new std::byte[n]);
+  const size_t len = size_class(n);
+  std::byte* p = pool().take(len);
+  return std::shared_ptr<std::byte[]>(p, [len](std::byte* q) { pool().give(q, len); });
+}
+
+BufferPoolStats buffer_pool_stats() { return pool().stats(); }
 
 }  // namespace warmfs

@@ -1,21 +1,36 @@
 // Large I/O buffers: the memory a range GET or a cache read lands in.
 //
-// A cold read moves every byte through a freshly allocated buffer, and on a virtual machine
-// the first touch of each 4 KiB page of it is a page fault that costs more than copying the
-// page. Buffers of at least kHugePageBytes are therefore mapped on their own and advised to
-// use transparent huge pages (one fault per 2 MiB instead of 512); smaller ones come from the
-// heap. Either way the memory goes back to the system when the last owner lets go, so the
-// resident set follows what the caches hold.
+// A cold read moves every byte through a buffer, and on a virtual machine the first touch of
+// a page the process did not have is a page fault that costs more than copying the page (the
+// host backs it only then). So buffers of kPoolMinBytes and more are mapped on their own,
+// those of kHugePageBytes and more 2 MiB-aligned and advised to use transparent huge pages
+// (one fault per 2 MiB instead of 512), and a buffer let go is kept in a small pool for the
+// next one of its size class instead of going back to the system: a stream that evicts as
+// much as it fetches reuses memory it already has. Smaller buffers come from the heap.
+//
+// The pool holds at most kPoolMaxBytes; beyond that, buffers are unmapped. Thread safe.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace warmfs {
 
 inline constexpr size_t kHugePageBytes = 2u << 20;
+// Smaller buffers (a small object's chunk, a listing) come from the heap.
+inline constexpr size_t kPoolMinBytes = 256u << 10;
+// What the pool keeps at most: enough to hand memory from evicted chunks to new fetches.
+inline constexpr size_t kPoolMaxBytes = 64u << 20;
 
-// An uninitialised buffer of n bytes (n > 0). Never fails: throws std::bad_alloc like new[].
+// An uninitialised buffer of at least n bytes (n > 0). Throws std::bad_alloc like new[].
 std::shared_ptr<std::byte[]> allocate_buffer(size_t n);
+
+struct BufferPoolStats {
+  uint64_t pooled_bytes = 0;  // kept for reuse right now
+  uint64_t reused = 0;        // buffers handed out from the pool
+  uint64_t mapped = 0;        // buffers mapped afresh
+};
+BufferPoolStats buffer_pool_stats();
 
 }  // namespace warmfs
