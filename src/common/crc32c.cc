@@ -47,9 +47,61 @@ uint32_t update_portable(uint32_t c, const unsigned char* p, size_t n) {
 }
 
 #if defined(__x86_64__)
+// The crc32 instruction takes 3 cycles and can start every cycle, so three independent
+// streams run at three times the speed of one. The streams' CRCs are then combined: the CRC
+// of A followed by B is the CRC of A shifted over len(B) zero bytes, xor the CRC of B; a
+// shift over a fixed length is linear in the register, so four 256-entry tables do it.
+constexpr size_t kLongBlock = 8192;
+constexpr size_t kShortBlock = 256;
+
+using ShiftTable = std::array<std::array<uint32_t, 256>, 4>;
+
+__attribute__((target("sse4.2"))) uint32_t shift_slow(uint32_t c, size_t zero_bytes) {
+  uint64_t c64 = c;
+  for (size_t i = 0; i < zero_bytes; i += 8) c64 = _mm_crc32_u64(c64, 0);
+  return static_cast<uint32_t>(c64);
+}
+
+ShiftTable make_shift_table(size_t zero_bytes) {
+  ShiftTable t{};
+  for (size_t k = 0; k < 4; ++k) {
+    for (uint32_t v = 0; v < 256; ++v) t[k][v] = shift_slow(v << (8 * k), zero_bytes);
+  }
+  return t;
+}
+
+uint32_t shift(const ShiftTable& t, uint32_t c) {
+  return t[0][c & 0xFF] ^ t[1][(c >> 8) & 0xFF] ^ t[2][(c >> 16) & 0xFF] ^ t[3][c >> 24];
+}
+
+// Runs three streams of `block` bytes at p, p + block, p + 2 * block, and combines them.
+__attribute__((target("sse4.2"))) uint64_t three_way(uint64_t c0, const unsigned char* p, size_t block,
+                                                     const ShiftTable& t) {
+  uint64_t c1 = 0, c2 = 0;
+  for (size_t i = 0; i < block; i += 8) {
+    uint64_t w0, w1, w2;
+    std::memcpy(&w0, p + i, 8);
+    std::memcpy(&w1, p + block + i, 8);
+    std::memcpy(&w2, p + 2 * block + i, 8);
+    c0 = _mm_crc32_u64(c0, w0);
+    c1 = _mm_crc32_u64(c1, w1);
+    c2 = _mm_crc32_u64(c2, w2);
+  }
+  uint32_t c = shift(t, static_cast<uint32_t>(c0)) ^ static_cast<uint32_t>(c1);
+  return shift(t, c) ^ static_cast<uint32_t>(c2);
+}
+
 __attribute__((target("sse4.2"))) uint32_t update_sse42(uint32_t c, const unsigned char* p,
                                                         size_t n) {
+  static const ShiftTable long_shift = make_shift_table(kLongBlock);
+  static const ShiftTable short_shift = make_shift_table(kShortBlock);
   uint64_t c64 = c;
+  for (; n >= 3 * kLongBlock; p += 3 * kLongBlock, n -= 3 * kLongBlock) {
+    c64 = three_way(c64, p, kLongBlock, long_shift);
+  }
+  for (; n >= 3 * kShortBlock; p += 3 * kShortBlock, n -= 3 * kShortBlock) {
+    c64 = three_way(c64, p, kShortBlock, short_shift);
+  }
   while (n >= 8) {
     uint64_t w;
     std::memcpy(&w, p, 8);
