@@ -47,6 +47,7 @@ SsdCache::~SsdCache() {
       stopping_ = true;
     }
     queue_cv_.notify_all();
+    idle_cv_.notify_all();  // puts waiting for room give up
     writer_.join();
   }
 }
@@ -193,8 +194,10 @@ void SsdCache::put(const ChunkKey& key, ChunkPtr chunk) {
     return;
   }
   {
-    std::lock_guard lock(queue_mu_);
-    if (stopping_ || queued_bytes_ + n > options_.write_queue_bytes) {
+    std::unique_lock lock(queue_mu_);
+    auto room = [&] { return stopping_ || queued_bytes_ + n <= options_.write_queue_bytes; };
+    if (!room()) idle_cv_.wait_for(lock, options_.put_wait, room);
+    if (stopping_ || !room()) {
       drop();
       return;
     }

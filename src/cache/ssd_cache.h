@@ -64,8 +64,13 @@ struct SsdCacheOptions {
   // 0 keeps chunks until space is needed.
   std::chrono::seconds ttl{0};
   // Chunk bytes queued for the writer at most: 256 MiB absorbs a burst of read-ahead at
-  // SSD speed without holding much memory; beyond it puts are dropped (a later miss refills).
+  // SSD speed without holding much memory.
   uint64_t write_queue_bytes = 256ull << 20;
+  // A put that finds the queue full waits this long for room before it is dropped (a later
+  // miss refills): a cold read faster than the writer slows down to what the disk (or, on a
+  // busy machine, the writer thread) takes, rather than leaving chunks out of the tier and
+  // fetching them from the bucket again on the next pass. Zero: drop at once.
+  std::chrono::milliseconds put_wait{1000};
   // Typical chunk size, to size the frequency sketch (capacity / this = chunks held).
   uint64_t expected_chunk_bytes = kDefaultChunkSize;
   // After an I/O error the tier stays off this long, then tries again (ENOSPC may clear).
@@ -89,8 +94,8 @@ class SsdCache final : public BlockCache {
 
   // The chunk if stored intact for exactly this key; nullptr otherwise (never an error).
   ChunkPtr get(const ChunkKey& key) override;
-  // Queues the chunk for writing; returns at once. Dropped when the queue is full, the tier
-  // is degraded, or the chunk does not fit a region.
+  // Queues the chunk for writing, waiting up to put_wait for room in the queue. Dropped when
+  // the queue stays full, the tier is degraded, or the chunk does not fit a region.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
   BlockCacheCounters counters() const override;
   void drain() override { flush(); }
@@ -146,7 +151,7 @@ class SsdCache final : public BlockCache {
 
   std::mutex queue_mu_;               // protects queue_, queued_bytes_, writing_, stopping_
   std::condition_variable queue_cv_;  // writer waits for work or stop
-  std::condition_variable idle_cv_;   // flush() waits for an empty queue
+  std::condition_variable idle_cv_;   // the queue shrank: flush() and full put() wait on it
   std::deque<Pending> queue_;
   uint64_t queued_bytes_ = 0;
   bool writing_ = false;

@@ -112,6 +112,7 @@ Result<std::unique_ptr<SsdCache>> SsdCache::open(SsdCacheOptions options, Clock&
                                                std::move(index), std::move(fds)));
   WARMFS_RETURN_IF_ERROR(cache->recover());
   cache->writer_ = std::thread([c = cache.get()] { c->writer_loop(); });
+  pthread_setname_np(cache->writer_.native_handle(), "warmfs-ssd-wr");
   return cache;
 }
 

@@ -136,6 +136,7 @@ void ChunkFetcher::submit(std::vector<PendingFetch> pending) {
 void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
   std::vector<ChunkPtr> chunks(run.size());
   std::vector<Status> status(run.size());
+  std::vector<bool> fetched(run.size(), false);  // came from the bucket: to be cached
   if (cancelled_.load(std::memory_order_relaxed)) {
     for (auto& s : status) s = Status(Errc::kCancelled, "read path shutting down");
   } else {
@@ -161,7 +162,17 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
       size_t j = i;
       while (j < run.size() && !found[j]) ++j;
       fetch_stretch(run, i, j, chunks, status);
+      for (size_t k = i; k < j; ++k) fetched[k] = chunks[k] != nullptr;
       i = j;
+    }
+  }
+  // Fetched chunks go into the fast tier before the fetch is forgotten (a reader arriving
+  // meanwhile finds them there), then the waiters are woken, and only then do the chunks go
+  // to the slower tiers, whose put may wait for room in a write queue.
+  const bool cacheable = !run.front().key.etag.empty();
+  if (cacheable) {
+    for (size_t i = 0; i < run.size(); ++i) {
+      if (fetched[i]) fast_cache_.put(run[i].key, chunks[i]);
     }
   }
   {
@@ -171,7 +182,12 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
       if (it != inflight_.end() && it->second == p.fetch) inflight_.erase(it);
     }
   }
-  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(std::move(chunks[i]), status[i]);
+  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(chunks[i], status[i]);
+  if (cacheable && &fast_cache_ != &cache_) {
+    for (size_t i = 0; i < run.size(); ++i) {
+      if (fetched[i]) cache_.put(run[i].key, std::move(chunks[i]));
+    }
+  }
 }
 
 void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
@@ -203,7 +219,6 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   for (size_t i = from; i < to; ++i) {
     chunks[i] = make_chunk(buf, at, run[i].length);
     at += run[i].length;
-    if (!first.etag.empty()) cache_.put(run[i].key, chunks[i]);
   }
 }
 

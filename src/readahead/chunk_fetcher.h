@@ -112,7 +112,7 @@ class ChunkFetcher {
   // Fetches a run of consecutive chunks of one version with one request and completes each.
   // Chunks found in the slower tiers cost no request; the rest come from the bucket.
   void run_fetches(const std::vector<PendingFetch>& run);
-  // One range GET for run[from, to), filling chunks (and the cache) or status.
+  // One range GET for run[from, to), filling chunks or status (run_fetches() caches them).
   void fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
                      std::vector<ChunkPtr>& chunks, std::vector<Status>& status);
 

@@ -286,11 +286,26 @@ TEST_CASE("ssd cache expires chunks not read for the ttl", "[ssd]") {
   CHECK(cache->counters().evicted_bytes == 2 * kChunk);
 }
 
-TEST_CASE("ssd cache drops puts when its write queue is full", "[ssd]") {
+TEST_CASE("ssd cache puts wait for room in a full write queue, and none is dropped", "[ssd]") {
   TempDir tmp;
   FakeClock clock;
   SsdCacheOptions o = small_options(tmp);
   o.write_queue_bytes = 2 * kChunk;
+  o.put_wait = std::chrono::seconds(30);
+  auto cache = open_ok(o, clock);
+  for (uint64_t i = 0; i < 200; ++i) cache->put(key_of(i), chunk_of(kChunk, i));
+  cache->flush();
+  const BlockCacheCounters c = cache->counters();
+  CHECK(c.dropped_writes == 0);
+  CHECK(c.inserted_bytes + c.rejected_writes * kChunk == 200 * kChunk);
+}
+
+TEST_CASE("ssd cache drops puts when its write queue is full and put_wait is zero", "[ssd]") {
+  TempDir tmp;
+  FakeClock clock;
+  SsdCacheOptions o = small_options(tmp);
+  o.write_queue_bytes = 2 * kChunk;
+  o.put_wait = std::chrono::milliseconds(0);
   auto cache = open_ok(o, clock);
   for (uint64_t i = 0; i < 200; ++i) cache->put(key_of(i), chunk_of(kChunk, i));
   cache->flush();
