@@ -63,9 +63,10 @@ struct SsdCacheOptions {
   // Chunks not read for ttl are expired (misses; their regions reclaimed when idle).
   // 0 keeps chunks until space is needed.
   std::chrono::seconds ttl{0};
-  // Chunk bytes queued for the writer at most: 256 MiB absorbs a burst of read-ahead at
-  // SSD speed without holding much memory.
-  uint64_t write_queue_bytes = 256ull << 20;
+  // Chunk bytes queued for the writer at most. Puts wait for room (put_wait), so the queue
+  // only has to keep the writer busy; 64 MiB does, and bounds what queued chunks that the
+  // memory tier has already evicted add to the daemon's memory.
+  uint64_t write_queue_bytes = 64ull << 20;
   // A put that finds the queue full waits this long for room before it is dropped (a later
   // miss refills): a cold read faster than the writer slows down to what the disk (or, on a
   // busy machine, the writer thread) takes, rather than leaving chunks out of the tier and

@@ -63,6 +63,15 @@ int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& 
 Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
                                                 Clock& clock);
 
+// How --memory-cache-size splits, for mounts and cache servers alike: it bounds all chunk
+// memory, the chunks cached and those being read ahead (a quarter, 8 to 256 MiB), so the
+// daemon's resident set stays near the size given.
+struct MemoryBudget {
+  uint64_t cache_bytes = 0;
+  uint64_t readahead_bytes = 0;
+};
+MemoryBudget split_memory_budget(uint64_t total_bytes);
+
 // Prints "warmfs: <message>" to stderr.
 void print_error(const std::string& message);
 

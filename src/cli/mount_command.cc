@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,13 @@ std::string staging_dir_for(const MountArgs& a) {
 
 }  // namespace
 
+MemoryBudget split_memory_budget(uint64_t total_bytes) {
+  MemoryBudget b;
+  b.readahead_bytes = std::clamp<uint64_t>(total_bytes / 4, 8 * kMiB, 256 * kMiB);
+  b.cache_bytes = std::max(total_bytes / 2, total_bytes - std::min(total_bytes, b.readahead_bytes));
+  return b;
+}
+
 // The SSD tier. Without a size it may take 80% of the space free on the cache dir's
 // filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
 // writes, logs and other tenants of the disk.
@@ -192,12 +200,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   Clock& clock = SystemClock::instance();
   Daemon d;
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
+  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes);
   MemoryCacheOptions mco;
-  mco.capacity_bytes = a.memory_cache_bytes;
+  mco.capacity_bytes = budget.cache_bytes;
   d.memory = std::make_unique<MemoryCache>(mco);
   ReadaheadOptions ra;
-  // Read-ahead may hold at most a quarter of the memory cache's budget in flight.
-  ra.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, std::min<uint64_t>(ra.max_inflight_bytes, a.memory_cache_bytes / 4));
+  ra.max_inflight_bytes = budget.readahead_bytes;
   BlockCache* cache = d.memory.get();
   if (!a.cache_dir.empty()) {
     WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, clock));

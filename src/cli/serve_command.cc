@@ -220,15 +220,16 @@ int run_serve(const ServeArgs& a) {
     print_error(ssd.status().message());
     return kExitFailure;
   }
+  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes);
   MemoryCacheOptions mo;
-  mo.capacity_bytes = a.memory_cache_bytes;
+  mo.capacity_bytes = budget.cache_bytes;
   MemoryCache memory(mo);
   CacheServerOptions so;
   so.token = *token;
   so.version_check_interval = std::chrono::seconds(static_cast<int64_t>(a.version_check_sec));
   // Misses of many clients at once: more fetch threads than a mount, each one request.
   so.readahead.fetch_threads = 32;
-  so.readahead.max_inflight_bytes = std::max<uint64_t>(16 * kMiB, a.memory_cache_bytes / 4);
+  so.readahead.max_inflight_bytes = budget.readahead_bytes;
   int rc = kExitOk;
   {
     CacheServer server(by_bucket, memory, ssd->get(), clock, so);

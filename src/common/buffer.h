@@ -21,7 +21,7 @@ inline constexpr size_t kHugePageBytes = 2u << 20;
 // Smaller buffers (a small object's chunk, a listing) come from the heap.
 inline constexpr size_t kPoolMinBytes = 256u << 10;
 // What the pool keeps at most: enough to hand memory from evicted chunks to new fetches.
-inline constexpr size_t kPoolMaxBytes = 64u << 20;
+inline constexpr size_t kPoolMaxBytes = 32u << 20;
 
 // An uninitialised buffer of at least n bytes (n > 0). Throws std::bad_alloc like new[].
 std::shared_ptr<std::byte[]> allocate_buffer(size_t n);

@@ -9,7 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/buffer.h"
 #include "common/log.h"
+#include "common/process_stats.h"
 
 namespace warmfs {
 
@@ -259,6 +261,10 @@ std::string Filesystem::stats_json() const {
                     {"inflight_bytes", rc.inflight_bytes}};
   j["metadata"] = {{"nodes", meta.nodes}, {"listing_cache_hits", meta.listing_cache_hits},
                    {"skipped_keys", meta.skipped_keys}};
+  const ProcessMemory pm = process_memory();
+  j["process"] = {{"rss_bytes", pm.rss_bytes},
+                  {"rss_peak_bytes", pm.rss_peak_bytes},
+                  {"buffer_pool_bytes", buffer_pool_stats().pooled_bytes}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;
   if (options_.extra_stats) {
