@@ -61,6 +61,7 @@ Errc map_curl_error(CURLcode code) {
 struct Transfer {
   Response* response = nullptr;
   std::span<std::byte> sink;
+  const std::function<void(size_t, const Response&)>* progress = nullptr;
   bool use_sink = false;
   long status = 0;  // from the latest status line
   size_t received = 0;
@@ -78,6 +79,9 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) noexcept {
       return 0;
     }
     std::memcpy(t->sink.data() + t->received, data, n);
+    t->received += n;
+    if (t->progress != nullptr && *t->progress) (*t->progress)(t->received, *t->response);
+    return n;
   } else {
     try {
       std::string& body = t->response->body;
@@ -108,6 +112,7 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* userp) noexcept {
         std::from_chars(code.data(), code.data() + code.size(), status);
       }
       t->status = status;
+      t->response->status = status;  // so far; perform() sets the final one
       return n;
     }
     std::string_view content = trim(line);
@@ -253,6 +258,7 @@ Result<Response> Client::perform(const Request& request) {
   transfer.response = &response;
   transfer.sink = request.body_sink;
   transfer.use_sink = !request.body_sink.empty();
+  transfer.progress = &request.on_sink_progress;
 
   const bool is_head = request.method == "HEAD";
   const bool has_body =

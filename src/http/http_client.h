@@ -28,6 +28,8 @@ using Headers = std::vector<std::pair<std::string, std::string>>;
 // are well under 1 KiB; the rest is counted and dropped).
 inline constexpr size_t kMaxErrorBody = 64 * 1024;
 
+struct Response;
+
 struct Request {
   std::string method = "GET";
   std::string url;        // absolute, already percent-encoded
@@ -38,6 +40,10 @@ struct Request {
   // Response::body, capped at kMaxErrorBody. When empty, the body is collected into
   // Response::body.
   std::span<std::byte> body_sink;
+  // With a body_sink: called on perform()'s thread each time 2xx body bytes have landed in
+  // it, with how many have so far (counting from the sink's start) and the response's status
+  // and headers. Must not throw.
+  std::function<void(size_t, const Response&)> on_sink_progress;
 };
 
 struct Response {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -114,6 +115,20 @@ class ObjectStore {
   // not the end of the object is retried, then reported as kIo.
   virtual Result<size_t> get_range(std::string_view key, uint64_t offset, std::span<std::byte> out,
                                    std::string_view if_match) = 0;
+
+  // As get_range, and reports the body as it lands: progress(n) says the first n bytes of
+  // out are in place and final (never written again: a retry resumes after them), called on
+  // this thread with n increasing. A caller can use a range's first bytes while the rest is
+  // on its way. This default reports once, at the end; S3 reports as bytes arrive when
+  // if_match pins the version (without it a retry may bring another version, so it starts
+  // over and reports at the end).
+  virtual Result<size_t> get_range_progress(std::string_view key, uint64_t offset,
+                                            std::span<std::byte> out, std::string_view if_match,
+                                            const std::function<void(size_t)>& progress) {
+    Result<size_t> r = get_range(key, offset, out, if_match);
+    if (r.is_ok() && progress) progress(*r);
+    return r;
+  }
 
   // One page of ListObjectsV2.
   virtual Result<ListPage> list(const ListRequest& request) = 0;

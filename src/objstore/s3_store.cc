@@ -131,6 +131,7 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
   req.url = fmt::format("{}://{}{}{}{}", endpoint_.scheme, endpoint_.host, path,
                         query.empty() ? "" : "?", query);
   req.body_sink = call.sink;
+  req.on_sink_progress = call.on_sink_progress;
   req.body = call.body;
 
   http::Headers headers = call.extra_headers;
@@ -152,12 +153,20 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
   return req;
 }
 
-Result<http::Response> S3ObjectStore::execute(const Call& call, int* attempts_used) {
-  const std::string target = call.key.empty() ? describe() : describe() + "/" + call.key;
+Result<http::Response> S3ObjectStore::execute(const Call& first_call, int* attempts_used) {
+  const std::string target = first_call.key.empty() ? describe() : describe() + "/" + first_call.key;
   Status failure;
   const int attempts = config_.retry.max_attempts;
+  Call retry_call;  // the call as before_retry changed it
+  const Call* current = &first_call;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     if (attempts_used != nullptr) *attempts_used = attempt;
+    if (attempt > 1 && first_call.before_retry) {
+      retry_call = *current;
+      first_call.before_retry(retry_call);
+      current = &retry_call;
+    }
+    const Call& call = *current;  // this attempt's
     Result<http::Response> r = client_.perform(build_request(call));
     if (!r.is_ok()) {
       if (!is_retryable_transport(r.code())) {
@@ -222,8 +231,27 @@ Result<ObjectInfo> S3ObjectStore::head(std::string_view key) {
   return info;
 }
 
+namespace {
+// True when a GET's answer (its status line and headers) carries the object's bytes from
+// `from` on: 206 with a Content-Range starting there, or 200 (a server ignoring Range) for
+// a read from the start.
+bool answers_range(const http::Response& r, uint64_t from) {
+  if (r.status == 200) return from == 0;
+  if (r.status != 206) return false;
+  uint64_t first = 0, last = 0;
+  int64_t total = -1;
+  return parse_content_range(r.header("content-range"), &first, &last, &total) && first == from;
+}
+}  // namespace
+
 Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
                                         std::span<std::byte> out, std::string_view if_match) {
+  return get_range_progress(key, offset, out, if_match, nullptr);
+}
+
+Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t offset,
+                                                 std::span<std::byte> out, std::string_view if_match,
+                                                 const std::function<void(size_t)>& progress) {
   get_requests_.fetch_add(1, std::memory_order_relaxed);
   if (key.empty()) return Status(Errc::kInvalidArgument, "GET: empty key");
   if (out.empty()) return size_t{0};
@@ -231,40 +259,72 @@ Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
     return Status(Errc::kInvalidArgument, fmt::format("GET {}: range past 2^64", key));
   }
   const uint64_t length = out.size();
+  // Only with If-Match do the bytes of two attempts belong to one version: then an attempt
+  // cut short keeps what it brought, the next asks for the rest, and progress is reported
+  // as bytes land. Without it every attempt starts over and progress comes at the end.
+  const bool resume = !if_match.empty();
+  uint64_t kept = 0;     // bytes at the start of out brought by earlier attempts
+  uint64_t landed = 0;   // bytes this attempt has put in its sink so far
+  uint64_t reported = 0;
+  auto range_header = [&] {
+    return fmt::format("bytes={}-{}", offset + kept, offset + length - 1);
+  };
   Call call;
   call.op = "GET";
   call.key = std::string(key);
   call.sink = out;
-  call.extra_headers.emplace_back("range", fmt::format("bytes={}-{}", offset, offset + length - 1));
-  if (!if_match.empty()) call.extra_headers.emplace_back("if-match", quote_etag(if_match));
-  call.truncated = [offset, length](const http::Response& r) -> std::string {
+  call.extra_headers.emplace_back("range", range_header());
+  if (resume) call.extra_headers.emplace_back("if-match", quote_etag(if_match));
+  call.on_sink_progress = [&](size_t n, const http::Response& head) {
+    // Bytes count only from an answer that starts where this attempt asked.
+    if (n == landed || !answers_range(head, offset + kept)) return;
+    landed = n;
+    if (resume && progress && kept + n > reported) {
+      reported = kept + n;
+      progress(static_cast<size_t>(reported));
+    }
+  };
+  if (resume) {
+    call.before_retry = [&](Call& c) {
+      // Keep what the failed attempt brought, but at least the last byte is asked for again:
+      // a retry needs a range to ask for.
+      kept = std::min(kept + landed, length - 1);
+      landed = 0;
+      c.sink = out.subspan(static_cast<size_t>(kept));
+      for (auto& [name, value] : c.extra_headers) {
+        if (name == "range") value = range_header();
+      }
+    };
+  }
+  call.truncated = [&](const http::Response& r) -> std::string {
     if (r.status != 206) return {};
     uint64_t first = 0, last = 0;
     int64_t total = -1;
     if (!parse_content_range(r.header("content-range"), &first, &last, &total)) return {};
-    uint64_t expected = length;
+    const uint64_t from = offset + kept;
+    uint64_t expected = length - kept;
     if (total >= 0)
-      expected = std::min<uint64_t>(
-          length, static_cast<uint64_t>(total) - std::min<uint64_t>(offset, total));
+      expected = std::min<uint64_t>(expected, static_cast<uint64_t>(total) - std::min<uint64_t>(from, total));
     if (r.body_size >= expected) return {};
     return fmt::format("truncated body ({} of {} bytes)", r.body_size, expected);
   };
 
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
   const std::string target = describe() + "/" + call.key;
+  const uint64_t from = offset + kept;
   if (r.status == 416) return size_t{0};  // at or past the end of the object
   if (r.status == 206) {
     uint64_t first = 0, last = 0;
     int64_t total = -1;
-    if (!parse_content_range(r.header("content-range"), &first, &last, &total) || first != offset) {
+    if (!parse_content_range(r.header("content-range"), &first, &last, &total) || first != from) {
       errors_.fetch_add(1, std::memory_order_relaxed);
       return Status(Errc::kIo,
                     one_line(fmt::format("GET {}: unexpected Content-Range '{}' for offset {}",
-                                         target, r.header("content-range"), offset)));
+                                         target, r.header("content-range"), from)));
     }
   } else if (r.status == 200) {
     // A server that ignores Range sends the whole object; only usable from offset 0.
-    if (offset != 0) {
+    if (from != 0) {
       errors_.fetch_add(1, std::memory_order_relaxed);
       return Status(Errc::kIo, fmt::format("GET {}: server ignored the Range header", target));
     }
@@ -273,8 +333,10 @@ Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
     return Status(errc_for_status(r.status),
                   one_line(fmt::format("GET {}: {}", target, describe_http_error(r))));
   }
-  bytes_read_.fetch_add(r.body_size, std::memory_order_relaxed);
-  return r.body_size;
+  const uint64_t total = kept + r.body_size;
+  bytes_read_.fetch_add(total, std::memory_order_relaxed);
+  if (progress && total > reported) progress(static_cast<size_t>(total));
+  return static_cast<size_t>(total);
 }
 
 Result<ListPage> S3ObjectStore::list(const ListRequest& request) {

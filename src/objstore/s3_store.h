@@ -78,6 +78,11 @@ class S3ObjectStore final : public ObjectStore {
   // As ObjectStore::get_range. A read at or past the end of the object returns 0 bytes.
   Result<size_t> get_range(std::string_view key, uint64_t offset, std::span<std::byte> out,
                            std::string_view if_match) override;
+  // As ObjectStore::get_range_progress. With if_match, an attempt cut short (a reset, a
+  // truncated body) is retried from the first byte it did not bring.
+  Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
+                                    std::string_view if_match,
+                                    const std::function<void(size_t)>& progress) override;
   // One page; the request's prefix, delimiter and token are sent as given, keys come back
   // decoded (the request asks for encoding-type=url so any key survives the XML).
   Result<ListPage> list(const ListRequest& request) override;
@@ -134,6 +139,10 @@ class S3ObjectStore final : public ObjectStore {
     // A 2xx answer may be an <Error> document (CompleteMultipartUpload, CopyObject): a
     // failure, retried when its code is transient.
     bool error_in_2xx = false;
+    // Body bytes landed in sink so far in this attempt (see http::Request).
+    std::function<void(size_t, const http::Response&)> on_sink_progress;
+    // Runs before each retry and may change the call (a GET resumes after what it has).
+    std::function<void(Call&)> before_retry;
   };
 
   S3ObjectStore(S3Config config, Endpoint endpoint, Clock& clock);

@@ -137,13 +137,23 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
   std::vector<ChunkPtr> chunks(run.size());
   std::vector<Status> status(run.size());
   std::vector<bool> fetched(run.size(), false);  // came from the bucket: to be cached
+  std::vector<bool> completed(run.size(), false);
+  const bool cacheable = !run.front().key.etag.empty();
+  // A chunk of the bucket's goes into the fast tier before its fetch completes (a reader
+  // arriving later finds it there or in the finished fetch), then its waiters wake.
+  auto complete_early = [&](size_t i) {
+    fetched[i] = true;
+    if (cacheable) fast_cache_.put(run[i].key, chunks[i]);
+    run[i].fetch->complete(chunks[i], Status::ok());
+    completed[i] = true;
+  };
   if (cancelled_.load(std::memory_order_relaxed)) {
     for (auto& s : status) s = Status(Errc::kCancelled, "read path shutting down");
   } else {
     // The slower tiers (SSD) first: what they hold costs no request.
     const bool tiered = &fast_cache_ != &cache_;
     std::vector<bool> found(run.size(), false);
-    if (tiered && !run.front().key.etag.empty()) {
+    if (tiered && cacheable) {
       for (size_t i = 0; i < run.size(); ++i) {
         ChunkPtr c = cache_.get(run[i].key);
         if (c && c->bytes.size() == run[i].length) {
@@ -161,18 +171,14 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
       }
       size_t j = i;
       while (j < run.size() && !found[j]) ++j;
-      fetch_stretch(run, i, j, chunks, status);
+      fetch_stretch(run, i, j, chunks, status, complete_early);
       for (size_t k = i; k < j; ++k) fetched[k] = chunks[k] != nullptr;
       i = j;
     }
   }
-  // Fetched chunks go into the fast tier before the fetch is forgotten (a reader arriving
-  // meanwhile finds them there), then the waiters are woken, and only then do the chunks go
-  // to the slower tiers, whose put may wait for room in a write queue.
-  const bool cacheable = !run.front().key.etag.empty();
   if (cacheable) {
     for (size_t i = 0; i < run.size(); ++i) {
-      if (fetched[i]) fast_cache_.put(run[i].key, chunks[i]);
+      if (fetched[i] && !completed[i]) fast_cache_.put(run[i].key, chunks[i]);
     }
   }
   {
@@ -182,7 +188,10 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
       if (it != inflight_.end() && it->second == p.fetch) inflight_.erase(it);
     }
   }
-  for (size_t i = 0; i < run.size(); ++i) run[i].fetch->complete(chunks[i], status[i]);
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!completed[i]) run[i].fetch->complete(chunks[i], status[i]);
+  }
+  // Only now the slower tiers, whose put may wait for room in a write queue.
   if (cacheable && &fast_cache_ != &cache_) {
     for (size_t i = 0; i < run.size(); ++i) {
       if (fetched[i]) cache_.put(run[i].key, std::move(chunks[i]));
@@ -191,7 +200,8 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
 }
 
 void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
-                                 std::vector<ChunkPtr>& chunks, std::vector<Status>& status) {
+                                 std::vector<ChunkPtr>& chunks, std::vector<Status>& status,
+                                 const std::function<void(size_t)>& early) {
   const ChunkKey& first = run[from].key;
   uint64_t total = 0;
   for (size_t i = from; i < to; ++i) total += run[i].length;
@@ -199,7 +209,24 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   fetch_requests_.fetch_add(1, std::memory_order_relaxed);
   // One buffer for the stretch, not zero-filled; its chunks are slices of it (no copy).
   std::shared_ptr<std::byte[]> buf = allocate_buffer(total);
-  Result<size_t> got = store_.get_range(first.key, offset, std::span(buf.get(), total), first.etag);
+  // Chunks are made as their bytes land, so a reader waits for its chunk, not for the whole
+  // request; all but the last, which is made once the request has ended (see
+  // ObjectStore::get_range_progress: the last byte may be asked for again).
+  size_t next = from;       // first chunk not made yet
+  uint64_t next_at = 0;     // its offset in buf
+  auto make_up_to = [&](uint64_t bytes, size_t limit) {
+    while (next < limit && next_at + run[next].length <= bytes) {
+      chunks[next] = make_chunk(buf, next_at, run[next].length);
+      next_at += run[next].length;
+      ++next;
+    }
+  };
+  Result<size_t> got = store_.get_range_progress(
+      first.key, offset, std::span(buf.get(), total), first.etag, [&](size_t landed) {
+        const size_t before = next;
+        make_up_to(landed, to - 1);
+        for (size_t i = before; i < next; ++i) early(i);
+      });
   Status st;
   if (!got.is_ok()) {
     st = std::move(got).take_status();
@@ -211,15 +238,12 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
     fetch_errors_.fetch_add(1, std::memory_order_relaxed);
     log::debug("fetch of {} chunks {}..{} failed: {}", first.key, first.index,
                run[to - 1].key.index, st.to_string());
-    for (size_t i = from; i < to; ++i) status[i] = st;
+    for (size_t i = next; i < to; ++i) status[i] = st;  // the ones made early stand
+    fetched_bytes_.fetch_add(next_at, std::memory_order_relaxed);
     return;
   }
   fetched_bytes_.fetch_add(total, std::memory_order_relaxed);
-  uint64_t at = 0;
-  for (size_t i = from; i < to; ++i) {
-    chunks[i] = make_chunk(buf, at, run[i].length);
-    at += run[i].length;
-  }
+  make_up_to(total, to);
 }
 
 ReadPathCounters ChunkFetcher::counters() const {

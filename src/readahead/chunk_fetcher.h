@@ -19,6 +19,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -113,8 +114,11 @@ class ChunkFetcher {
   // Chunks found in the slower tiers cost no request; the rest come from the bucket.
   void run_fetches(const std::vector<PendingFetch>& run);
   // One range GET for run[from, to), filling chunks or status (run_fetches() caches them).
+  // Chunks whose bytes have all landed while the request goes on are made at once and passed
+  // to early(i) (which completes them), all but the last.
   void fetch_stretch(const std::vector<PendingFetch>& run, size_t from, size_t to,
-                     std::vector<ChunkPtr>& chunks, std::vector<Status>& status);
+                     std::vector<ChunkPtr>& chunks, std::vector<Status>& status,
+                     const std::function<void(size_t)>& early);
 
   ObjectStore& store_;
   BlockCache& cache_;

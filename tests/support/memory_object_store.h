@@ -32,7 +32,7 @@
 
 namespace warmfs {
 
-class MemoryObjectStore final : public ObjectStore {
+class MemoryObjectStore : public ObjectStore {
  public:
   // clock stamps mtimes (wall_now) and must outlive the store.
   explicit MemoryObjectStore(std::string bucket = "test-bucket",

@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -303,6 +305,81 @@ TEST_CASE("a truncated GET body is retried", "[objstore]") {
     CHECK_THAT(n.status().message(), Catch::Contains("truncated"));
     CHECK(store->counters().bytes_read == 0);
   }
+}
+
+TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporting progress", "[objstore]") {
+  std::string object(300000, '\0');
+  for (size_t i = 0; i < object.size(); ++i) object[i] = char('a' + (i * 7) % 26);
+  std::atomic<int> calls{0};
+  TestHttpServer server([&](const ServerRequest& req) {
+    ServerReply r = serve_range(req, object);
+    if (++calls == 1) {  // 120,000 bytes of the 200,000 asked for, then the connection drops
+      r.content_length = r.body.size();
+      r.body.resize(120000);
+      r.close = true;
+    }
+    return r;
+  });
+  FakeClock clock;
+  auto store = make_store(config_for(server.url()), clock);
+  std::vector<std::byte> buf(200000);
+  std::vector<size_t> seen;
+  auto n = store->get_range_progress("k", 50000, buf, "etag1", [&](size_t landed) { seen.push_back(landed); });
+  REQUIRE(n.is_ok());
+  CHECK(*n == 200000);
+  CHECK(std::memcmp(buf.data(), object.data() + 50000, buf.size()) == 0);
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 2);
+  CHECK(reqs[0].header("range") == "bytes=50000-249999");
+  CHECK(reqs[1].header("range") == "bytes=170000-249999");  // after the 120,000 it had
+  CHECK(reqs[1].header("if-match") == "\"etag1\"");
+  REQUIRE_FALSE(seen.empty());
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+  CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());  // strictly increasing
+  CHECK(seen.back() == 200000);
+  CHECK(std::any_of(seen.begin(), seen.end(), [](size_t v) { return v > 0 && v <= 120000; }));
+  CHECK(store->counters().bytes_read == 200000);
+}
+
+TEST_CASE("without If-Match, a GET cut short starts over and reports progress at the end", "[objstore]") {
+  const std::string object(100000, 'z');
+  std::atomic<int> calls{0};
+  TestHttpServer server([&](const ServerRequest& req) {
+    ServerReply r = serve_range(req, object);
+    if (++calls == 1) {
+      r.content_length = r.body.size();
+      r.body.resize(30000);
+      r.close = true;
+    }
+    return r;
+  });
+  FakeClock clock;
+  auto store = make_store(config_for(server.url()), clock);
+  std::vector<std::byte> buf(80000);
+  std::vector<size_t> seen;
+  auto n = store->get_range_progress("k", 0, buf, "", [&](size_t landed) { seen.push_back(landed); });
+  REQUIRE(n.is_ok());
+  CHECK(*n == 80000);
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 2);
+  CHECK(reqs[1].header("range") == "bytes=0-79999");
+  CHECK(seen == std::vector<size_t>{80000});
+}
+
+TEST_CASE("progress ignores an answer whose Content-Range starts elsewhere", "[objstore]") {
+  const std::string object(100000, 'y');
+  TestHttpServer server([&](const ServerRequest& req) {
+    ServerReply r = serve_range(req, object);
+    r.headers[0].second = "bytes 10-80009/100000";  // not where the request asked
+    return r;
+  });
+  FakeClock clock;
+  auto store = make_store(config_for(server.url()), clock);
+  std::vector<std::byte> buf(80000);
+  std::vector<size_t> seen;
+  auto n = store->get_range_progress("k", 0, buf, "etag1", [&](size_t landed) { seen.push_back(landed); });
+  CHECK_FALSE(n.is_ok());
+  CHECK(seen.empty());
 }
 
 TEST_CASE("persistent 500 fails with kIo after max attempts", "[objstore]") {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <latch>
 #include <random>
 #include <thread>
@@ -192,6 +193,71 @@ TEST_CASE("read-ahead coalesces consecutive chunks into one request", "[readahea
   CHECK(s.store.bytes_returned() == 64 * kChunk + 123);
   for (const auto& c : s.store.calls()) CHECK(c.length <= 4 * kChunk);
   CHECK(s.path->counters().prefetch_wasted_chunks == 0);
+}
+
+namespace {
+// Brings a range in two steps: the first half (reported as landed), then, once the test
+// opens the gate, the rest.
+class HalfThenWaitStore final : public MemoryObjectStore {
+ public:
+  using MemoryObjectStore::MemoryObjectStore;
+  Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
+                                    std::string_view if_match,
+                                    const std::function<void(size_t)>& progress) override {
+    Result<size_t> r = get_range(key, offset, out, if_match);
+    if (!r.is_ok()) return r;
+    progress(*r / 2);
+    gate_.get_future().wait();
+    progress(*r);
+    return r;
+  }
+  // Idempotent.
+  void open_gate() {
+    if (!opened_.exchange(true)) gate_.set_value();
+  }
+  bool gate_opened() const { return opened_.load(); }
+
+ private:
+  std::promise<void> gate_;
+  std::atomic<bool> opened_{false};
+};
+}  // namespace
+
+TEST_CASE("chunks of a request are served as their bytes land, before the request ends", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.max_request_bytes = 8 * kChunk;
+  HalfThenWaitStore bucket;
+  MemoryCache cache({.capacity_bytes = 1 << 30});
+  const std::vector<std::byte> data = random_bytes(8 * kChunk, 5);
+  const std::string etag = bucket.put_object("obj", data);
+  ReadPath path(bucket, cache, "test-bucket", o);
+  const ObjectVersion v{"obj", etag, data.size()};
+  path.warm(v, 8 * kChunk);  // one request for all eight chunks; it stalls half way
+  // Should the first half wait for the whole request, the gate opens after a while anyway,
+  // and the check below fails rather than the test hanging.
+  std::promise<void> done;
+  std::thread watchdog([&, finished = done.get_future()] {
+    finished.wait_for(5s);
+    bucket.open_gate();
+  });
+  auto r = path.open(v);
+  std::vector<std::byte> buf(kChunk);
+  for (uint64_t i = 0; i < 4; ++i) {  // the first half is readable while the request hangs
+    auto n = r->read(i * kChunk, buf);
+    REQUIRE(n.is_ok());
+    CHECK(std::memcmp(buf.data(), data.data() + i * kChunk, kChunk) == 0);
+  }
+  CHECK_FALSE(bucket.gate_opened());
+  CHECK(path.counters().fetch_requests == 1);
+  done.set_value();
+  watchdog.join();
+  for (uint64_t i = 4; i < 8; ++i) {
+    auto n = r->read(i * kChunk, buf);
+    REQUIRE(n.is_ok());
+    CHECK(std::memcmp(buf.data(), data.data() + i * kChunk, kChunk) == 0);
+  }
+  CHECK(path.counters().fetch_requests == 1);
+  CHECK(path.counters().fetched_bytes == 8 * kChunk);
 }
 
 TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
