@@ -275,10 +275,13 @@ Result<Response> Client::perform(const Request& request) {
   curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(std::chrono::milliseconds(options_.request_timeout).count()));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, options_.low_speed_bytes);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.low_speed_time.count()));
+  const auto total = request.slow_answer ? options_.slow_answer_timeout : options_.request_timeout;
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(std::chrono::milliseconds(total).count()));
+  // A server at work on a slow answer sends nothing meanwhile (S3 sends spaces now and then,
+  // others nothing at all): only the total bound applies then.
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, request.slow_answer ? 0L : options_.low_speed_bytes);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME,
+                   request.slow_answer ? 0L : static_cast<long>(options_.low_speed_time.count()));
   curl_easy_setopt(h, CURLOPT_BUFFERSIZE, options_.buffer_size);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
   curl_easy_setopt(h, CURLOPT_TCP_KEEPIDLE, kKeepIdleSeconds);

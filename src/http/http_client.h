@@ -44,6 +44,10 @@ struct Request {
   // it, with how many have so far (counting from the sink's start) and the response's status
   // and headers. Must not throw.
   std::function<void(size_t, const Response&)> on_sink_progress;
+  // The server may work a long time before it sends a byte (CompleteMultipartUpload of a
+  // large object, copies): no low-speed abort, and ClientOptions::slow_answer_timeout as
+  // the total bound.
+  bool slow_answer = false;
 };
 
 struct Response {
@@ -64,6 +68,9 @@ struct ClientOptions {
   long low_speed_bytes = 1024;
   // Total bound on one request, as a backstop against a server that trickles forever.
   std::chrono::seconds request_timeout{300};
+  // Total bound on a request marked slow_answer: S3 may take minutes to assemble a large
+  // object, and a retry while the first attempt is still at work races it.
+  std::chrono::seconds slow_answer_timeout{1800};
   // CA bundle for TLS; empty uses AWS_CA_BUNDLE if set, else the system default.
   std::string ca_bundle;
   bool verify_tls = true;

@@ -132,6 +132,7 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
                         query.empty() ? "" : "?", query);
   req.body_sink = call.sink;
   req.on_sink_progress = call.on_sink_progress;
+  req.slow_answer = call.slow_answer;
   req.body = call.body;
 
   http::Headers headers = call.extra_headers;

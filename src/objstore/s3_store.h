@@ -139,6 +139,9 @@ class S3ObjectStore final : public ObjectStore {
     // A 2xx answer may be an <Error> document (CompleteMultipartUpload, CopyObject): a
     // failure, retried when its code is transient.
     bool error_in_2xx = false;
+    // The server works before it answers (completing an upload, copying): no low-speed
+    // abort (see http::Request::slow_answer).
+    bool slow_answer = false;
     // Body bytes landed in sink so far in this attempt (see http::Request).
     std::function<void(size_t, const http::Response&)> on_sink_progress;
     // Runs before each retry and may change the call (a GET resumes after what it has).

@@ -169,6 +169,7 @@ Result<CompletedPart> S3ObjectStore::upload_part_copy(std::string_view key,
   call.query.emplace_back("uploadId", std::string(upload_id));
   call.payload_hash = std::string(s3::kEmptyPayloadSha256);
   call.error_in_2xx = true;
+  call.slow_answer = true;
   call.extra_headers.emplace_back("x-amz-copy-source", copy_source(src_key));
   call.extra_headers.emplace_back("x-amz-copy-source-range",
                                   fmt::format("bytes={}-{}", first, last));
@@ -202,6 +203,7 @@ Result<ObjectInfo> S3ObjectStore::complete_multipart(std::string_view key,
   call.body = body;
   call.payload_hash = s3::sha256_hex(body);
   call.error_in_2xx = true;
+  call.slow_answer = true;
   call.extra_headers.emplace_back("content-type", "application/xml");
   int attempts = 0;
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call, &attempts));
@@ -293,6 +295,7 @@ Result<ObjectInfo> S3ObjectStore::copy(std::string_view src_key, std::string_vie
     call.key = std::string(dst_key);
     call.payload_hash = std::string(s3::kEmptyPayloadSha256);
     call.error_in_2xx = true;
+    call.slow_answer = true;
     call.extra_headers.emplace_back("x-amz-copy-source", copy_source(src_key));
     call.extra_headers.emplace_back("x-amz-copy-source-if-match", quote_etag(src.etag));
     WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
@@ -377,6 +380,7 @@ Result<std::vector<DeleteError>> S3ObjectStore::remove_batch(std::span<const std
   call.body = body;
   call.payload_hash = s3::sha256_hex(body);
   call.error_in_2xx = true;
+  call.slow_answer = true;
   call.extra_headers.emplace_back("content-md5", s3::md5_base64(s3::as_bytes(body)));
   call.extra_headers.emplace_back("content-type", "application/xml");
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));

@@ -258,6 +258,27 @@ TEST_CASE("an unresponsive server times out as kTimeout", "[http]") {
   CHECK(r.code() == Errc::kTimeout);
 }
 
+TEST_CASE("a silent server trips the low-speed limit, unless the answer is known to be slow", "[http]") {
+  TestHttpServer server([](const ServerRequest&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    ServerReply r;
+    r.body = "done";
+    return r;
+  });
+  ClientOptions options;
+  options.low_speed_time = std::chrono::seconds(1);
+  Client client(options);
+  auto quick = client.perform(get(server.url() + "/get"));
+  REQUIRE_FALSE(quick.is_ok());
+  CHECK(quick.code() == Errc::kTimeout);
+  Request slow = get(server.url() + "/complete");
+  slow.slow_answer = true;  // as CompleteMultipartUpload: the server works, then answers
+  auto r = client.perform(slow);
+  REQUIRE(r.is_ok());
+  CHECK(r->status == 200);
+  CHECK(r->body == "done");
+}
+
 TEST_CASE("PUT sends the body as given, with Content-Length and no Expect",
           "[http][objstore-write]") {
   TestHttpServer server([](const ServerRequest&) {
