@@ -97,6 +97,11 @@ class ChunkFetcher {
   void submit(std::vector<PendingFetch> pending);
   // Returns budget taken by a prefetch.
   void release(uint64_t charged_bytes);
+  // Read-ahead budget not taken right now (a hint: others may take it meanwhile).
+  uint64_t budget_free() const {
+    const uint64_t used = budget_used_.load(std::memory_order_relaxed);
+    return used >= options_.max_inflight_bytes ? 0 : options_.max_inflight_bytes - used;
+  }
   // A prefetched chunk dropped unread.
   void count_wasted() { prefetch_wasted_.fetch_add(1, std::memory_order_relaxed); }
 

@@ -163,6 +163,13 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
   const uint64_t per_request = std::max<uint64_t>(1, o.max_request_bytes / chunk_size_);
   const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window_ / 2, per_request));
   if (i > last + 1 && stop < chunk_count_ && stop < i + batch) return;
+  // Many streams share the budget: wait until it covers a whole batch (or half the budget,
+  // if that is less), rather than taking back a chunk at a time as readers free it, which
+  // would cut the requests down to a chunk each.
+  if (i < stop) {
+    const uint64_t want = std::min<uint64_t>(batch, stop - i) * chunk_size_;
+    if (fetcher_->budget_free() < std::min(want, o.max_inflight_bytes / 2)) return;
+  }
   std::vector<PendingFetch> pending;
   for (; i < stop; ++i) {
     if (slots_.count(i) != 0) continue;
