@@ -260,6 +260,32 @@ TEST_CASE("chunks of a request are served as their bytes land, before the reques
   CHECK(path.counters().fetched_bytes == 8 * kChunk);
 }
 
+TEST_CASE("streams sharing a spent budget still fetch in whole requests", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.max_request_bytes = 4 * kChunk;
+  o.initial_window_chunks = 8;
+  o.max_window_chunks = 16;
+  o.max_inflight_bytes = 16 * kChunk;  // less than the four windows together
+  Setup s(64 * kChunk, o);
+  std::vector<std::unique_ptr<Reader>> readers;
+  for (int i = 0; i < 4; ++i) readers.push_back(s.open());
+  // Four sequential readers of one object, in turn, a chunk at a time: each read gives one
+  // chunk of budget back.
+  for (uint64_t off = 0; off < 64 * kChunk; off += kChunk) {
+    for (auto& r : readers) s.read_check(*r, off, kChunk);
+  }
+  size_t prefetch_gets = 0, one_chunk_gets = 0;
+  for (const auto& c : s.store.calls()) {
+    if (c.op != Op::kGetRange) continue;
+    ++prefetch_gets;
+    if (c.length <= kChunk) ++one_chunk_gets;
+  }
+  // Demand reads of a chunk happen (a reader ahead of its window), but most requests are
+  // whole runs; taking the budget back a chunk at a time made nearly all of them one chunk.
+  CHECK(one_chunk_gets * 2 < prefetch_gets);
+  CHECK(s.store.bytes_returned() == 64 * kChunk);  // readers share fetches: each chunk once
+}
+
 TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
   ReadaheadOptions o = small_options();
   o.max_request_bytes = 8 * kChunk;
