@@ -77,6 +77,11 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
     cache_hit_bytes_.fetch_add(length, std::memory_order_relaxed);
     return ref;
   }
+  if (mode == Mode::kJoin) {
+    std::lock_guard lock(inflight_mu_);
+    if (auto it = inflight_.find(key); it != inflight_.end()) ref.fetch = it->second;
+    return ref;
+  }
   const bool prefetch = mode == Mode::kPrefetch;
   if (prefetch) {
     if (!try_charge(length)) return ref;

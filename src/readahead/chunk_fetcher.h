@@ -77,7 +77,8 @@ struct PendingFetch {
 
 class ChunkFetcher {
  public:
-  enum class Mode { kDemand, kPrefetch };
+  // kJoin takes a cached chunk or a fetch already under way, and starts nothing.
+  enum class Mode { kDemand, kPrefetch, kJoin };
 
   // fast_cache: see ReadPath; null means `cache` itself is fast.
   ChunkFetcher(ObjectStore& store, BlockCache& cache, std::string bucket, ReadaheadOptions options,
@@ -88,7 +89,8 @@ class ChunkFetcher {
 
   // Chunk key.index of the object version named by key (key.bucket must be bucket()), which
   // has `length` bytes. kDemand always yields a chunk or a fetch; kPrefetch yields nothing
-  // when the budget cannot cover length (a cached chunk costs no budget).
+  // when the budget cannot cover length (a cached chunk costs no budget); kJoin yields
+  // nothing unless the chunk is cached or being fetched, and is never charged.
   // With defer, a fetch it has to start is appended there instead, for submit().
   ChunkRef acquire(const ChunkKey& key, uint64_t length, Mode mode,
                    std::vector<PendingFetch>* defer = nullptr);

@@ -157,6 +157,21 @@ bool WindowedReader::ensure_demand_locked(uint64_t index) {
 void WindowedReader::issue_prefetches_locked(uint64_t last) {
   const uint64_t stop = std::min(chunk_count_, last + 1 + window_);
   uint64_t i = std::max(last + 1, ahead_end_);
+  // Chunks another stream of this object already has or is fetching join the window for
+  // free; only the ones past them need requests, and they are what the batch counts. (Else a
+  // stream trailing another would top its window up with runs cut to the chunk or two the
+  // leader has not reached yet.)
+  for (; i < stop; ++i) {
+    if (slots_.count(i) != 0) continue;
+    key_.index = i;
+    ChunkRef ref = fetcher_->acquire(key_, chunk_length(i), ChunkFetcher::Mode::kJoin);
+    if (ref.empty()) break;
+    Slot slot;
+    slot.chunk = std::move(ref.chunk);
+    slot.fetch = std::move(ref.fetch);
+    slots_.emplace(i, std::move(slot));
+  }
+  ahead_end_ = std::max(ahead_end_, i);
   // Top the window up in batches rather than a chunk per read, so consecutive chunks can
   // share a request; wait while enough is still ahead of the reader.
   const ReadaheadOptions& o = fetcher_->options();

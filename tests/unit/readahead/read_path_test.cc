@@ -280,9 +280,13 @@ TEST_CASE("streams sharing a spent budget still fetch in whole requests", "[read
     ++prefetch_gets;
     if (c.length <= kChunk) ++one_chunk_gets;
   }
-  // Demand reads of a chunk happen (a reader ahead of its window), but most requests are
-  // whole runs; taking the budget back a chunk at a time made nearly all of them one chunk.
-  CHECK(one_chunk_gets * 2 < prefetch_gets);
+  // The first reads are a chunk each (the window opens), and the object's last run may be
+  // short; the rest are whole runs. Taking the budget back a chunk at a time made nearly all
+  // requests one chunk, and readers trailing one another cut runs to the chunks the leader
+  // had not reached yet.
+  INFO("range GETs " << prefetch_gets << ", of one chunk " << one_chunk_gets);
+  CHECK(one_chunk_gets * 4 < prefetch_gets);
+  CHECK(prefetch_gets <= 24);
   CHECK(s.store.bytes_returned() == 64 * kChunk);  // readers share fetches: each chunk once
 }
 
