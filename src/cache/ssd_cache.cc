@@ -2,6 +2,9 @@
 // Opening and recovery are in ssd_cache_open.cc.
 #include "cache/ssd_cache.h"
 
+#include <fcntl.h>
+
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -32,6 +35,8 @@ SsdCache::SsdCache(SsdCacheOptions options, Clock& clock, io::UniqueFd lock_fd,
       lock_fd_(std::move(lock_fd)),
       index_(std::move(index)),
       region_fds_(std::move(region_fds)),
+      direct_fds_(region_fds_.size()),
+      direct_ok_(options_.direct_writes),
       alloc_(EvictionOptions{.region_count = static_cast<uint32_t>(region_fds_.size()),
                              .region_bytes = options_.region_bytes,
                              .expected_items = options_.capacity_bytes /
@@ -261,6 +266,22 @@ void SsdCache::expire() {
   drop_regions(expired);
 }
 
+int SsdCache::direct_fd_locked(uint32_t r) {
+  if (!direct_ok_) return -1;
+  if (!direct_fds_[r].valid()) {
+    io::UniqueFd fd(::open(region_path(r).c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno != EINVAL) return -1;  // this region only (the next write tries again)
+      log::info("ssd cache {}: the file system refuses O_DIRECT; writing through the page cache",
+                options_.dir);
+      direct_ok_ = false;
+      return -1;
+    }
+    direct_fds_[r] = std::move(fd);
+  }
+  return direct_fds_[r].get();
+}
+
 void SsdCache::write_one(const Pending& p) {
   std::lock_guard write_lock(write_mu_);
   if (degraded()) {
@@ -280,10 +301,14 @@ void SsdCache::write_one(const Pending& p) {
   if (existing->has_value()) return;  // already stored (chunks are immutable)
 
   const auto len = static_cast<uint32_t>(chunk.bytes.size());
+  const size_t record = len + ssd_record::kTrailerBytes;
+  // For O_DIRECT, padded so the next record starts aligned too (the padding is never read).
+  const size_t padded =
+      direct_ok_ ? (record + kDirectAlign - 1) / kDirectAlign * kDirectAlign : record;
   Placement pl;
   {
     std::lock_guard lock(mu_);
-    pl = alloc_.place(ChunkKeyHash{}(p.key), len + ssd_record::kTrailerBytes, clock_.now());
+    pl = alloc_.place(ChunkKeyHash{}(p.key), padded, clock_.now());
   }
   drop_regions(pl.evicted);
   if (!pl.admitted) {
@@ -300,11 +325,29 @@ void SsdCache::write_one(const Pending& p) {
   }
   const ssd_record::Trailer trailer =
       ssd_record::encode({len, chunk.crc32c, ssd_record::key_crc(enc), pl.gen});
-  // The record (bytes, then trailer) in one write: one request to the disk, not two.
-  write_buf_.resize(len + trailer.size());
-  std::memcpy(write_buf_.data(), chunk.bytes.data(), len);
-  std::memcpy(write_buf_.data() + len, trailer.data(), trailer.size());
-  if (Status s = io_->write_at(fd, write_buf_, pl.offset); !s.is_ok()) return fail(s, "write");
+  // The record (bytes, then trailer, then zeros to the alignment) in one write: one request
+  // to the disk, not two.
+  if (write_buf_bytes_ < padded) {
+    const size_t cap = std::max<size_t>(padded, kDefaultChunkSize + kDirectAlign);
+    write_buf_.reset(static_cast<std::byte*>(std::aligned_alloc(kDirectAlign, cap)));
+    write_buf_bytes_ = write_buf_ ? cap : 0;
+    if (!write_buf_) return fail(Status(Errc::kNoSpace, "out of memory"), "write buffer");
+  }
+  std::byte* buf = write_buf_.get();
+  std::memcpy(buf, chunk.bytes.data(), len);
+  std::memcpy(buf + len, trailer.data(), trailer.size());
+  std::memset(buf + record, 0, padded - record);
+  const int direct = pl.offset % kDirectAlign == 0 ? direct_fd_locked(pl.region) : -1;
+  Status written = direct >= 0 ? io_->write_at(direct, std::span(buf, padded), pl.offset)
+                               : io_->write_at(fd, std::span(buf, record), pl.offset);
+  if (direct >= 0 && written.code() == Errc::kInvalidArgument) {
+    // Opened, but the file system still refused the direct write: buffered from now on.
+    log::info("ssd cache {}: O_DIRECT write refused ({}); writing through the page cache",
+              options_.dir, written.message());
+    direct_ok_ = false;
+    written = io_->write_at(fd, std::span(buf, record), pl.offset);
+  }
+  if (!written.is_ok()) return fail(written, "write");
   // Data first, then the entry: an entry never points at bytes not yet written.
   const SsdIndexEntry e{pl.region, pl.gen, pl.offset, len, chunk.crc32c, wall_seconds()};
   {

@@ -153,7 +153,15 @@ Status SsdCache::recover() {
                             RegionInfo& r = found[e.region];
                             r.live_bytes += e.length;
                             ++r.live_chunks;
-                            r.write_end = std::max(r.write_end, end);
+                            // With O_DIRECT writes, appends resume aligned (a record
+                            // written through the page cache is not padded).
+                            const uint64_t aligned =
+                                options_.direct_writes
+                                    ? std::min<uint64_t>((end + kDirectAlign - 1) /
+                                                             kDirectAlign * kDirectAlign,
+                                                         options_.region_bytes)
+                                    : end;
+                            r.write_end = std::max(r.write_end, aligned);
                             ++kept;
                             return true;
                           }));

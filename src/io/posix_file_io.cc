@@ -57,6 +57,9 @@ Status errno_status(int err, const std::string& what) {
     case EROFS:
       code = Errc::kReadOnly;
       break;
+    case EINVAL:  // for a file, an O_DIRECT request the file system or device refuses
+      code = Errc::kInvalidArgument;
+      break;
     case EACCES:
     case EPERM:
       code = Errc::kAccessDenied;
