@@ -3,6 +3,7 @@
 #include <functional>
 #include <string_view>
 
+#include "common/buffer.h"
 #include "common/crc32c.h"
 #include "common/hash.h"
 
@@ -52,6 +53,31 @@ ChunkPtr make_chunk(std::vector<std::byte> bytes) {
 ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
   auto chunk = std::make_shared<Chunk>();
   chunk->bytes = ChunkBytes(std::move(buffer), offset, size);
+  chunk->crc32c = crc32c(std::span<const std::byte>(chunk->bytes));
+  return chunk;
+}
+
+namespace {
+struct SliceOwner {
+  std::shared_ptr<const std::byte[]> buffer;
+  const std::byte* data = nullptr;
+  size_t size = 0;
+  SliceOwner(std::shared_ptr<const std::byte[]> b, const std::byte* d, size_t n)
+      : buffer(std::move(b)), data(d), size(n) {}
+  SliceOwner(const SliceOwner&) = delete;
+  SliceOwner& operator=(const SliceOwner&) = delete;
+  ~SliceOwner() {
+    // The last owner of the buffer hands it all back (to the pool) anyway.
+    if (buffer.use_count() > 1) release_pages(data, size);
+  }
+};
+}  // namespace
+
+ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
+  const std::byte* data = buffer.get() + offset;
+  auto owner = std::make_shared<const SliceOwner>(std::move(buffer), data, size);
+  auto chunk = std::make_shared<Chunk>();
+  chunk->bytes = ChunkBytes::owned_by(std::move(owner), data, size);
   chunk->crc32c = crc32c(std::span<const std::byte>(chunk->bytes));
   return chunk;
 }

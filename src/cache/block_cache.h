@@ -54,6 +54,15 @@ class ChunkBytes {
   ChunkBytes(std::vector<std::byte> bytes);  // NOLINT: implicit, takes ownership
   ChunkBytes(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size)
       : data_(buffer.get() + offset), size_(size), owner_(std::move(buffer)) {}
+  // size bytes at data, kept alive by owner.
+  static ChunkBytes owned_by(std::shared_ptr<const void> owner, const std::byte* data,
+                             size_t size) {
+    ChunkBytes b;
+    b.data_ = data;
+    b.size_ = size;
+    b.owner_ = std::move(owner);
+    return b;
+  }
 
   const std::byte* data() const { return data_; }
   size_t size() const { return size_; }
@@ -83,6 +92,12 @@ using ChunkPtr = std::shared_ptr<const Chunk>;
 ChunkPtr make_chunk(std::vector<std::byte> bytes);
 // Makes a chunk of bytes [offset, offset + size) of a shared buffer, computing its CRC32C.
 ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size);
+// The same for one of several disjoint slices of a buffer from allocate_buffer (the chunks of
+// one range GET): when the last copy of this chunk's bytes goes while the buffer lives on
+// (its other chunks still cached), the slice's pages go back to the system, so a buffer
+// partly evicted holds memory only for the chunks still in use. Nothing may read the slice
+// through the buffer afterwards.
+ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size);
 // True when the chunk's bytes still match its CRC32C (for tiers that keep bytes outside
 // process memory; costs a pass over the bytes).
 bool chunk_intact(const Chunk& chunk);

@@ -27,6 +27,7 @@
 #include "cache/tiered_cache.h"
 #include "cli/prefetch.h"
 #include "cli/commands.h"
+#include "common/buffer.h"
 #include "cli/serve_command.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -139,10 +140,13 @@ std::string staging_dir_for(const MountArgs& a) {
 
 }  // namespace
 
-MemoryBudget split_memory_budget(uint64_t total_bytes) {
+MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier) {
   MemoryBudget b;
   b.readahead_bytes = std::clamp<uint64_t>(total_bytes / 4, 8 * kMiB, 256 * kMiB);
-  b.cache_bytes = std::max(total_bytes / 2, total_bytes - std::min(total_bytes, b.readahead_bytes));
+  if (ssd_tier) b.ssd_queue_bytes = std::clamp<uint64_t>(total_bytes / 8, 4 * kMiB, 64 * kMiB);
+  const uint64_t pool = std::min<uint64_t>(total_bytes / 8, kPoolMaxBytes);
+  const uint64_t others = b.readahead_bytes + b.ssd_queue_bytes + pool;
+  b.cache_bytes = std::max(total_bytes / 2, total_bytes - std::min(total_bytes, others));
   return b;
 }
 
@@ -150,9 +154,10 @@ MemoryBudget split_memory_budget(uint64_t total_bytes) {
 // filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
 // writes, logs and other tenants of the disk.
 Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
-                                                Clock& clock) {
+                                                uint64_t queue_bytes, Clock& clock) {
   SsdCacheOptions o;
   o.dir = dir;
+  if (queue_bytes != 0) o.write_queue_bytes = queue_bytes;
   o.capacity_bytes = size_bytes;
   o.ttl = std::chrono::seconds(static_cast<int64_t>(ttl_sec));
   if (o.capacity_bytes == 0) {
@@ -200,7 +205,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   Clock& clock = SystemClock::instance();
   Daemon d;
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
-  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes);
+  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
   MemoryCacheOptions mco;
   mco.capacity_bytes = budget.cache_bytes;
   d.memory = std::make_unique<MemoryCache>(mco);
@@ -208,7 +213,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   ra.max_inflight_bytes = budget.readahead_bytes;
   BlockCache* cache = d.memory.get();
   if (!a.cache_dir.empty()) {
-    WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, clock));
+    WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
+                                                      budget.ssd_queue_bytes, clock));
     d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk);
     cache = d.tiers.get();
   }

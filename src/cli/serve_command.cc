@@ -215,12 +215,13 @@ int run_serve(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto ssd = open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, clock);
+  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, true);
+  auto ssd = open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
+                           budget.ssd_queue_bytes, clock);
   if (!ssd.is_ok()) {
     print_error(ssd.status().message());
     return kExitFailure;
   }
-  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes);
   MemoryCacheOptions mo;
   mo.capacity_bytes = budget.cache_bytes;
   MemoryCache memory(mo);

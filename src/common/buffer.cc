@@ -94,4 +94,13 @@ std::shared_ptr<std::byte[]> allocate_buffer(size_t n) {
 
 BufferPoolStats buffer_pool_stats() { return pool().stats(); }
 
+void release_pages(const std::byte* p, size_t n) {
+  constexpr uintptr_t kPage = 4096;
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (begin + kPage - 1) & ~(kPage - 1);
+  const uintptr_t last = (begin + n) & ~(kPage - 1);
+  if (last <= first) return;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace warmfs

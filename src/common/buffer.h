@@ -26,6 +26,11 @@ inline constexpr size_t kPoolMaxBytes = 32u << 20;
 // An uninitialised buffer of at least n bytes (n > 0). Throws std::bad_alloc like new[].
 std::shared_ptr<std::byte[]> allocate_buffer(size_t n);
 
+// Gives the pages wholly inside [p, p + n) back to the system (MADV_DONTNEED), leaving the
+// mapping: the next touch of them faults in zeros. For a part of a buffer from
+// allocate_buffer that nothing will read again while the rest of the buffer lives on.
+void release_pages(const std::byte* p, size_t n);
+
 struct BufferPoolStats {
   uint64_t pooled_bytes = 0;  // kept for reuse right now
   uint64_t reused = 0;        // buffers handed out from the pool

@@ -221,7 +221,7 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   uint64_t next_at = 0;     // its offset in buf
   auto make_up_to = [&](uint64_t bytes, size_t limit) {
     while (next < limit && next_at + run[next].length <= bytes) {
-      chunks[next] = make_chunk(buf, next_at, run[next].length);
+      chunks[next] = make_chunk_slice(buf, next_at, run[next].length);
       next_at += run[next].length;
       ++next;
     }
