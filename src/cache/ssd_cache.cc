@@ -37,12 +37,16 @@ SsdCache::SsdCache(SsdCacheOptions options, Clock& clock, io::UniqueFd lock_fd,
       region_fds_(std::move(region_fds)),
       direct_fds_(region_fds_.size()),
       direct_ok_(options_.direct_writes),
+      direct_read_fds_(new std::atomic<int>[region_fds_.size()]),
+      direct_reads_ok_(options_.direct_writes),
       alloc_(EvictionOptions{.region_count = static_cast<uint32_t>(region_fds_.size()),
                              .region_bytes = options_.region_bytes,
                              .expected_items = options_.capacity_bytes /
                                                std::max<uint64_t>(options_.expected_chunk_bytes, 1),
                              .sample_factor = 10,
-                             .ttl = options_.ttl}) {}
+                             .ttl = options_.ttl}) {
+  for (size_t r = 0; r < region_fds_.size(); ++r) direct_read_fds_[r].store(-1);
+}
 
 SsdCache::~SsdCache() {
   if (writer_.joinable()) {
@@ -55,6 +59,25 @@ SsdCache::~SsdCache() {
     idle_cv_.notify_all();  // puts waiting for room give up
     writer_.join();
   }
+  for (size_t r = 0; r < region_fds_.size(); ++r) {
+    if (const int fd = direct_read_fds_[r].load(); fd >= 0) ::close(fd);
+  }
+}
+
+int SsdCache::direct_read_fd(uint32_t r) {
+  if (!direct_reads_ok_.load(std::memory_order_relaxed)) return -1;
+  int fd = direct_read_fds_[r].load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  const int opened = ::open(region_path(r).c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (opened < 0) {
+    if (errno == EINVAL) direct_reads_ok_.store(false, std::memory_order_relaxed);
+    return -1;
+  }
+  if (direct_read_fds_[r].compare_exchange_strong(fd, opened, std::memory_order_acq_rel)) {
+    return opened;
+  }
+  ::close(opened);  // another reader opened it first
+  return fd;
 }
 
 std::string SsdCache::region_path(uint32_t r) const {
@@ -140,16 +163,29 @@ ChunkPtr SsdCache::get(const ChunkKey& key) {
 
   // Not zero-filled: the read overwrites it, and a short read fails the checks below.
   const size_t record = e.length + ssd_record::kTrailerBytes;
-  std::shared_ptr<std::byte[]> owned = allocate_buffer(record);
-  const std::span<std::byte> buf(owned.get(), record);
-  auto n = io_->read_at(region_fds_[e.region].get(), buf, e.offset);
+  const size_t padded = (record + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+  // O_DIRECT for an aligned record whose buffer is mapped (page-aligned); the read covers the
+  // padding (a record written through the page cache may end the file early: a short read
+  // that still covers the record is fine).
+  const int direct = e.offset % kDirectAlign == 0 && padded >= kPoolMinBytes
+                         ? direct_read_fd(e.region)
+                         : -1;
+  std::shared_ptr<std::byte[]> owned = allocate_buffer(direct >= 0 ? padded : record);
+  std::span<std::byte> buf(owned.get(), direct >= 0 ? padded : record);
+  auto n = direct >= 0 ? io_->read_at(direct, buf, e.offset)
+                       : io_->read_at(region_fds_[e.region].get(), buf, e.offset);
+  if (direct >= 0 && !n.is_ok() && n.status().code() == Errc::kInvalidArgument) {
+    direct_reads_ok_.store(false, std::memory_order_relaxed);
+    buf = buf.first(record);
+    n = io_->read_at(region_fds_[e.region].get(), buf, e.offset);
+  }
   if (!n.is_ok()) {
     fail(n.status(), "read");
     return miss();
   }
   const std::span<const std::byte> data(buf.data(), e.length);
-  const bool intact = *n == buf.size() &&
-                      ssd_record::matches(buf.subspan(e.length),
+  const bool intact = *n >= record &&
+                      ssd_record::matches(buf.subspan(e.length, ssd_record::kTrailerBytes),
                                           {e.length, e.crc32c, ssd_record::key_crc(enc), e.gen}) &&
                       crc32c(data) == e.crc32c;
   if (!intact) {

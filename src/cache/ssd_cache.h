@@ -166,6 +166,12 @@ class SsdCache final : public BlockCache {
   bool direct_ok_ = true;  // under write_mu_; false once the file system refused O_DIRECT
   // The descriptor to write region r with O_DIRECT, or -1 for buffered writes.
   int direct_fd_locked(uint32_t r);
+  // O_DIRECT read descriptors, opened on a region's first read (-1: not yet, or refused).
+  // Records written with O_DIRECT are read with it too: straight into the chunk's buffer,
+  // with no copy out of the page cache and no page-cache pages to fill and reclaim.
+  std::unique_ptr<std::atomic<int>[]> direct_read_fds_;
+  std::atomic<bool> direct_reads_ok_{true};
+  int direct_read_fd(uint32_t r);
   std::mutex index_mu_;    // serializes index mutations that must read, compare, then write
   mutable std::mutex mu_;  // protects alloc_
   RegionAllocator alloc_;
