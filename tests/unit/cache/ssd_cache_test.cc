@@ -33,13 +33,6 @@ SsdCacheOptions small_options(const TempDir& tmp, uint64_t regions = 16) {
   return o;
 }
 
-std::unique_ptr<SsdCache> open_ok(SsdCacheOptions o, Clock& clock) {
-  auto c = SsdCache::open(std::move(o), clock);
-  INFO((c.is_ok() ? std::string("ok") : c.status().to_string()));
-  REQUIRE(c.is_ok());
-  return std::move(c).value();
-}
-
 }  // namespace
 
 TEST_CASE("ssd cache stores chunks and serves them for their exact key", "[ssd]") {

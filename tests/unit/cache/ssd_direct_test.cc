@@ -30,13 +30,6 @@ SsdCacheOptions direct_options(const TempDir& tmp) {
   return o;
 }
 
-std::unique_ptr<SsdCache> open_ok(const SsdCacheOptions& o, Clock& clock) {
-  auto c = SsdCache::open(o, clock);
-  INFO((c.is_ok() ? std::string("ok") : c.status().to_string()));
-  REQUIRE(c.is_ok());
-  return std::move(c).value();
-}
-
 // Pages of the file in the page cache (mincore over a mapping of it), of the first `limit`
 // bytes (0: all).
 size_t resident_pages(const std::string& path, size_t limit = 0) {

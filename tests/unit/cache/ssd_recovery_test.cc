@@ -37,13 +37,6 @@ SsdCacheOptions options_for(const TempDir& tmp, uint64_t region_bytes = kRegion)
   return o;
 }
 
-std::unique_ptr<SsdCache> open_ok(const SsdCacheOptions& o, Clock& clock) {
-  auto c = SsdCache::open(o, clock);
-  INFO((c.is_ok() ? std::string("ok") : c.status().to_string()));
-  REQUIRE(c.is_ok());
-  return std::move(c).value();
-}
-
 // Fills n chunks and closes the cache.
 void fill(const TempDir& tmp, Clock& clock, uint64_t n) {
   auto cache = open_ok(options_for(tmp), clock);

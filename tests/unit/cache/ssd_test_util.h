@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 
@@ -49,6 +50,14 @@ class FaultyIo final : public io::FileIo {
  private:
   std::unique_ptr<io::FileIo> inner_ = io::make_posix_file_io();
 };
+
+// Opens the cache, failing the test with the reason when it cannot.
+inline std::unique_ptr<SsdCache> open_ok(const SsdCacheOptions& o, Clock& clock) {
+  auto c = SsdCache::open(o, clock);
+  INFO((c.is_ok() ? std::string("ok") : c.status().to_string()));
+  REQUIRE(c.is_ok());
+  return std::move(c).value();
+}
 
 inline ChunkKey key_of(uint64_t index, std::string etag = "etag-1") {
   return ChunkKey{"bucket", "data/object.bin", std::move(etag), index};
