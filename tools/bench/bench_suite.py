@@ -540,8 +540,10 @@ class Bench:
         cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
                     if line.startswith("model name")), platform.processor())
         mem = int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal")))
-        versions = {name: m.version() for name, m in self.mounts.items()}
-        versions["warmfs"] += f" (binary built {self.binary_mtimes.get('warmfs', '?')})"
+        # Only the systems in this run: a smoke run (warmfs only) must not need the peers installed.
+        versions = {name: m.version() for name, m in self.mounts.items() if name in systems}
+        if "warmfs" in versions:
+            versions["warmfs"] += f" (binary built {self.binary_mtimes.get('warmfs', '?')})"
         versions["libfuse"] = "libfuse " + cmd(["pkg-config", "--modversion", "fuse3"])
         versions["s3rver"] = json.loads((harness.S3RVER_JS.parents[1] / "package.json").read_text())["version"]
         versions["node"] = cmd(["node", "--version"])

@@ -165,6 +165,8 @@ class S3fs(MountedSystem):
     name = "s3fs"
 
     def version(self) -> str:
+        if shutil.which("s3fs") is None:
+            return "s3fs absent"
         out = subprocess.run(["s3fs", "--version"], capture_output=True, text=True).stdout
         return out.splitlines()[0].replace("Amazon Simple Storage Service File System ", "s3fs ") if out else "s3fs ?"
 
@@ -192,6 +194,8 @@ class Rclone(MountedSystem):
     name = "rclone"
 
     def version(self) -> str:
+        if shutil.which("rclone") is None:
+            return "rclone absent"
         out = subprocess.run(["rclone", "version"], capture_output=True, text=True).stdout
         return out.splitlines()[0] if out else "rclone ?"
 
