@@ -16,10 +16,22 @@ size_t size_class(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Faults the buffer's pages in with one call, before the bytes are copied in. On the
+// paravirtualised guests measured (docs/benchmark-misses.md) this costs a third of taking
+// the same faults one by one from the copy (0.5-0.8 against 1.8 s per GiB with huge pages).
+// Advice only: an older kernel (EINVAL) or a short memory (ENOMEM) leaves the faults to the
+// first touch, as before.
+void populate(std::byte* p, size_t len) { ::madvise(p, len, MADV_POPULATE_WRITE); }
+
 std::byte* map_buffer(size_t len) {
   if (len < kHugePageBytes) {
     void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
+    populate(static_cast<std::byte*>(p), len);
     return static_cast<std::byte*>(p);
   }
   // Map a huge page more than asked and keep the 2 MiB-aligned part, so every page of the
@@ -33,6 +45,7 @@ std::byte* map_buffer(size_t len) {
   ::munmap(base + lead + len, kHugePageBytes - lead);
   std::byte* data = base + lead;
   ::madvise(data, len, MADV_HUGEPAGE);  // advice only: without THP, plain pages
+  populate(data, len);
   return data;
 }
 
@@ -40,19 +53,23 @@ std::byte* map_buffer(size_t len) {
 class Pool {
  public:
   std::byte* take(size_t len) {
+    std::byte* p = nullptr;
     {
       std::lock_guard lock(mu_);
       auto it = free_.find(len);
       if (it != free_.end() && !it->second.empty()) {
-        std::byte* p = it->second.back();
+        p = it->second.back();
         it->second.pop_back();
         pooled_ -= len;
         ++reused_;
-        return p;
+      } else {
+        ++mapped_;
       }
-      ++mapped_;
     }
-    return map_buffer(len);
+    if (p == nullptr) return map_buffer(len);
+    // Pages given back while it was a chunk's (release_pages) come back in one call.
+    populate(p, len);
+    return p;
   }
 
   void give(std::byte* p, size_t len) {
