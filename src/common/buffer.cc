@@ -2,6 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <deque>
+#include <iterator>
+#include <list>
 #include <map>
 #include <mutex>
 #include <new>
@@ -49,17 +52,23 @@ std::byte* map_buffer(size_t len) {
   return data;
 }
 
-// Process-wide, like the heap it stands beside.
+// Process-wide, like the heap it stands beside. When full, the buffers let go longest ago
+// make room, so the pool follows the sizes in use now: a burst of 32 MiB read-ahead buffers
+// must not leave it holding memory no 1 MiB cache read can take, or every such read maps
+// fresh memory, whose first touch costs about 1 ms per MiB on the paravirtualised guests
+// measured (docs/benchmark-misses.md).
 class Pool {
  public:
   std::byte* take(size_t len) {
     std::byte* p = nullptr;
     {
       std::lock_guard lock(mu_);
-      auto it = free_.find(len);
-      if (it != free_.end() && !it->second.empty()) {
-        p = it->second.back();
+      auto it = by_size_.find(len);
+      if (it != by_size_.end() && !it->second.empty()) {
+        auto entry = it->second.back();  // the newest of its size: the likeliest still warm
         it->second.pop_back();
+        p = entry->data;
+        lru_.erase(entry);
         pooled_ -= len;
         ++reused_;
       } else {
@@ -73,15 +82,27 @@ class Pool {
   }
 
   void give(std::byte* p, size_t len) {
+    std::vector<Entry> unmap;
     {
       std::lock_guard lock(mu_);
-      if (pooled_ + len <= kPoolMaxBytes) {
-        free_[len].push_back(p);
+      if (len > kPoolMaxBytes) {
+        unmap.push_back(Entry{p, len});
+      } else {
+        lru_.push_back(Entry{p, len});
+        by_size_[len].push_back(std::prev(lru_.end()));
         pooled_ += len;
-        return;
+        while (pooled_ > kPoolMaxBytes) {
+          // The oldest buffer is also the oldest of its size, the front of its list.
+          const Entry old = lru_.front();
+          auto& same = by_size_[old.len];
+          same.pop_front();
+          lru_.pop_front();
+          pooled_ -= old.len;
+          unmap.push_back(old);
+        }
       }
     }
-    ::munmap(p, len);
+    for (const Entry& e : unmap) ::munmap(e.data, e.len);
   }
 
   BufferPoolStats stats() {
@@ -90,8 +111,13 @@ class Pool {
   }
 
  private:
+  struct Entry {
+    std::byte* data;
+    size_t len;
+  };
   std::mutex mu_;  // protects everything below
-  std::map<size_t, std::vector<std::byte*>> free_;  // by size class
+  std::list<Entry> lru_;  // every pooled buffer, oldest first
+  std::map<size_t, std::deque<std::list<Entry>::iterator>> by_size_;  // oldest first, per class
   uint64_t pooled_ = 0, reused_ = 0, mapped_ = 0;
 };
 
