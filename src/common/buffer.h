@@ -10,7 +10,8 @@
 // next one of its size class instead of going back to the system: a stream that evicts as
 // much as it fetches reuses memory it already has. Smaller buffers come from the heap.
 //
-// The pool holds at most kPoolMaxBytes; beyond that, buffers are unmapped. Thread safe.
+// The pool holds at most kPoolMaxBytes; beyond that, the buffers let go longest ago are
+// unmapped, so it keeps the sizes in use now. Thread safe.
 #pragma once
 
 #include <cstddef>
