@@ -76,8 +76,10 @@ class Pool {
       }
     }
     if (p == nullptr) return map_buffer(len);
-    // Pages given back while it was a chunk's (release_pages) come back in one call.
-    populate(p, len);
+    // Pages given back while it held several chunks (release_pages: a range GET's buffer,
+    // 2 MiB and more) come back in one call. A smaller one is all resident; the call would
+    // still cost 12 us per MiB walking its page table, per cache read.
+    if (len >= kHugePageBytes) populate(p, len);
     return p;
   }
 
