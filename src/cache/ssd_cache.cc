@@ -370,7 +370,7 @@ void SsdCache::write_one(const Pending& p) {
     if (!write_buf_) return fail(Status(Errc::kNoSpace, "out of memory"), "write buffer");
   }
   std::byte* buf = write_buf_.get();
-  std::memcpy(buf, chunk.bytes.data(), len);
+  copy_from_buffer(buf, chunk.bytes.data(), len);  // pread for a fill buffer: no page mapped
   std::memcpy(buf + len, trailer.data(), trailer.size());
   std::memset(buf + record, 0, padded - record);
   const int direct = pl.offset % kDirectAlign == 0 ? direct_fd_locked(pl.region) : -1;

@@ -264,6 +264,8 @@ std::string Filesystem::stats_json() const {
   const ProcessMemory pm = process_memory();
   j["process"] = {{"rss_bytes", pm.rss_bytes},
                   {"rss_peak_bytes", pm.rss_peak_bytes},
+                  {"memory_file_bytes", pm.memory_file_bytes},
+                  {"held_bytes", pm.held_bytes},
                   {"buffer_pool_bytes", buffer_pool_stats().pooled_bytes}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;

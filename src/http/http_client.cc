@@ -11,6 +11,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/buffer.h"
+
 namespace warmfs::http {
 namespace {
 
@@ -78,7 +80,8 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) noexcept {
       t->overflow = true;
       return 0;
     }
-    std::memcpy(t->sink.data() + t->received, data, n);
+    // pwrite when the sink is a fill buffer (common/buffer.h): no page faults for new memory.
+    fill_buffer(t->sink.data() + t->received, reinterpret_cast<const std::byte*>(data), n);
     t->received += n;
     if (t->progress != nullptr && *t->progress) (*t->progress)(t->received, *t->response);
     return n;

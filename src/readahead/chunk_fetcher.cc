@@ -212,8 +212,9 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   for (size_t i = from; i < to; ++i) total += run[i].length;
   const uint64_t offset = first.index * options_.chunk_size;
   fetch_requests_.fetch_add(1, std::memory_order_relaxed);
-  // One buffer for the stretch, not zero-filled; its chunks are slices of it (no copy).
-  std::shared_ptr<std::byte[]> buf = allocate_buffer(total);
+  // One buffer for the stretch, not zero-filled, that the download fills by pwrite; its chunks
+  // are slices of it (no copy).
+  std::shared_ptr<std::byte[]> buf = allocate_fill_buffer(total);
   // Chunks are made as their bytes land, so a reader waits for its chunk, not for the whole
   // request; all but the last, which is made once the request has ended (see
   // ObjectStore::get_range_progress: the last byte may be asked for again).

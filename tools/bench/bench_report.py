@@ -352,7 +352,7 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   proxy. Until warmfs writes land, warmfs mounts read-only and this row shows `error (EROFS)`;
   re-run it with `tools/bench/run --only ckpt --systems warmfs` (plus `--warmfs-arg=...` if a flag
   turns writes on).
-- RSS: each daemon's VmRSS sampled every 100 ms during each measurement (the max is kept).
+- RSS: the memory each daemon holds, sampled every 100 ms during each measurement (the max is kept): VmRSS, with the shared-memory pages it maps (RssShmem) replaced by the whole of its memory files (memfd), mapped or not.
 - FUSE ceiling: `build/tools/fuse-ceiling/fuse-ceiling` serves files from its own memory with
   warmfs's mount options (max_read 1 MiB, read_ahead_kb 4096, max_background 64, clone_fd,
   multithreaded loop, keep_cache); its cold and page-cache-dropped rows are reads served by the

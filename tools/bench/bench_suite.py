@@ -96,8 +96,27 @@ def worker(args, timeout) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def held_kib(pid) -> int:
+    """The memory a process holds, in KiB: its resident set, with the shared-memory pages it
+    maps (RssShmem) replaced by the whole of its memory files (memfd), mapped or not. warmfs
+    keeps downloaded chunks in one (common/buffer.h); the plain resident set would miss the
+    pages it does not map."""
+    fields = {}
+    for line in open(f"/proc/{pid}/status"):
+        name, _, rest = line.partition(":")
+        if name in ("VmRSS", "RssShmem"):
+            fields[name] = int(rest.split()[0])
+    memfd_kib = 0
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in fd_dir.iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd).startswith("/memfd:"):
+                memfd_kib += os.stat(fd).st_blocks // 2
+    return fields.get("VmRSS", 0) - fields.get("RssShmem", 0) + memfd_kib
+
+
 class RssSampler:
-    """Max resident set (sum over the given pids) sampled every 100 ms on a thread."""
+    """Max memory held (held_kib, summed over the given pids) sampled every 100 ms on a thread."""
 
     def __init__(self, pids):
         self.pids = list(pids)
@@ -109,9 +128,7 @@ class RssSampler:
         total = 0
         for pid in self.pids:
             with contextlib.suppress(OSError, ValueError):
-                for line in open(f"/proc/{pid}/status"):
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
+                total += held_kib(pid)
         self.max_kib = max(self.max_kib, total)
 
     def _run(self):

@@ -9,6 +9,7 @@
 
 #include "cache/block_cache.h"
 #include "common/buffer.h"
+#include "common/crc32c.h"
 
 using namespace warmfs;
 
@@ -56,4 +57,28 @@ TEST_CASE("a chunk slice let go gives its pages back while its siblings stay int
   auto again = allocate_buffer(4 * kSlice);
   std::memset(again.get(), 0x5a, 4 * kSlice);
   CHECK(again[kSlice + 10] == std::byte(0x5a));
+}
+
+TEST_CASE("chunks of a fill buffer carry the CRC of their bytes and give their pages back",
+          "[chunk_slice]") {
+  std::vector<std::byte> src(4 * kSlice);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(static_cast<uint8_t>(i * 13 + (i >> 9)));
+  auto buf = allocate_fill_buffer(src.size());
+  fill_buffer(buf.get(), src.data(), src.size());
+  std::vector<ChunkPtr> chunks;
+  for (size_t i = 0; i < 4; ++i) chunks.push_back(make_chunk_slice(buf, i * kSlice, kSlice));
+  buf.reset();
+  for (size_t i = 0; i < 4; ++i) {
+    // The CRC, computed from the memory file, is the one of the bytes.
+    CHECK(chunks[i]->crc32c == crc32c(std::span<const std::byte>(src.data() + i * kSlice, kSlice)));
+    CHECK(chunk_intact(*chunks[i]));
+  }
+  const uint64_t before = buffer_file_resident_bytes();
+  chunks[2].reset();  // its siblings live on: its pages leave the file
+  CHECK(buffer_file_resident_bytes() == before - kSlice);
+  CHECK(std::memcmp(chunks[3]->bytes.data(), src.data() + 3 * kSlice, kSlice) == 0);
+  // A chunk whose bytes changed (here, through the mapping) is no longer intact.
+  auto* p = const_cast<std::byte*>(chunks[0]->bytes.data());
+  p[100] = ~p[100];
+  CHECK_FALSE(chunk_intact(*chunks[0]));
 }

@@ -1,5 +1,9 @@
 #include "common/buffer.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
@@ -60,6 +64,110 @@ TEST_CASE("a pool full of one size makes room for the size in use now", "[buffer
   CHECK(after.mapped == before.mapped);
   CHECK(after.reused == before.reused + 50);
   CHECK(after.pooled_bytes <= kPoolMaxBytes);
+}
+
+}  // namespace warmfs
+
+namespace warmfs {
+
+TEST_CASE("a fill buffer holds what fill_buffer put in, read in place or from its file", "[buffer]") {
+  const size_t n = (3u << 20) + 12345;
+  std::vector<std::byte> src(n);
+  for (size_t i = 0; i < n; ++i) src[i] = std::byte(static_cast<uint8_t>(i * 7 + (i >> 12)));
+  auto buf = allocate_fill_buffer(n);
+  // In pieces of the size a download hands over, as curl does.
+  for (size_t at = 0; at < n; at += 256u << 10) {
+    fill_buffer(buf.get() + at, src.data() + at, std::min<size_t>(256u << 10, n - at));
+  }
+  CHECK(std::memcmp(buf.get(), src.data(), n) == 0);  // through the mapping
+
+  std::vector<std::byte> out(n);
+  copy_from_buffer(out.data(), buf.get(), n);  // through the file
+  CHECK(out == src);
+
+  auto where = buffer_file(buf.get() + 5000);
+  REQUIRE(where.has_value());
+  std::vector<std::byte> direct(100);
+  REQUIRE(::pread(where->fd, direct.data(), direct.size(), static_cast<off_t>(where->offset)) == 100);
+  CHECK(std::memcmp(direct.data(), src.data() + 5000, 100) == 0);
+  CHECK(buffer_pool_stats().file_bytes >= n);
+  CHECK(buffer_file_resident_bytes() >= n);
+
+  // A buffer from allocate_buffer is not in the file, and plain memory copies as memcpy does.
+  auto plain = allocate_buffer(n);
+  CHECK_FALSE(buffer_file(plain.get()).has_value());
+  fill_buffer(plain.get(), src.data(), n);
+  copy_from_buffer(out.data(), plain.get(), n);
+  CHECK(out == src);
+}
+
+TEST_CASE("pages released from a fill buffer leave its memory file", "[buffer]") {
+  const size_t n = 8u << 20;
+  std::vector<std::byte> src(n, std::byte{0x5a});
+  auto buf = allocate_fill_buffer(n);
+  fill_buffer(buf.get(), src.data(), n);
+  const uint64_t before = buffer_file_resident_bytes();
+  REQUIRE(before >= n);
+  release_pages(buf.get() + (1u << 20), 4u << 20);  // a slice whose chunk was evicted
+  CHECK(buffer_file_resident_bytes() == before - (4u << 20));
+  CHECK(buf[(1u << 20) - 1] == std::byte{0x5a});  // its neighbours keep their bytes
+  CHECK(buf[5u << 20] == std::byte{0x5a});
+}
+
+TEST_CASE("fill buffers let go are reused, and their ranges are merged for larger ones", "[buffer]") {
+  const uint64_t base = buffer_pool_stats().file_bytes;
+  std::byte* first = nullptr;
+  {
+    auto a = allocate_fill_buffer(2u << 20);
+    first = a.get();
+  }
+  auto again = allocate_fill_buffer(2u << 20);
+  CHECK(again.get() == first);  // from the pool, pages still in the file
+  again.reset();
+
+  // Many ranges let go beyond what the pool keeps go back to the file as free ranges; a
+  // later, larger buffer is carved from them instead of from new addresses.
+  const std::byte* lowest = nullptr;
+  const std::byte* highest = nullptr;
+  {
+    std::vector<std::shared_ptr<std::byte[]>> many;
+    for (int i = 0; i < 40; ++i) {
+      many.push_back(allocate_fill_buffer(4u << 20));
+      const std::byte* p = many.back().get();
+      lowest = lowest == nullptr ? p : std::min(lowest, p);
+      highest = std::max(highest, p + (4u << 20));
+    }
+  }
+  const uint64_t after_free = buffer_pool_stats().file_bytes;
+  CHECK(after_free <= base + kPoolMaxBytes + (2u << 20));
+  std::vector<std::byte> src(64u << 20, std::byte{1});
+  auto big = allocate_fill_buffer(64u << 20);
+  CHECK(big.get() >= lowest);  // in the merged ranges of the 4 MiB buffers let go
+  CHECK(big.get() + (64u << 20) <= highest);
+  fill_buffer(big.get(), src.data(), src.size());
+  CHECK(std::memcmp(big.get(), src.data(), src.size()) == 0);
+}
+
+TEST_CASE("a forked child gets a memory file of its own", "[buffer]") {
+  auto parent = allocate_fill_buffer(1u << 20);
+  std::vector<std::byte> ones(1u << 20, std::byte{1});
+  fill_buffer(parent.get(), ones.data(), ones.size());
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The parent's mapping is not inherited; the child's buffers work and are its own.
+    std::vector<std::byte> twos(1u << 20, std::byte{2});
+    auto child = allocate_fill_buffer(twos.size());
+    fill_buffer(child.get(), twos.data(), twos.size());
+    const bool ok = std::memcmp(child.get(), twos.data(), twos.size()) == 0 &&
+                    buffer_file(child.get()).has_value();
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(std::memcmp(parent.get(), ones.data(), ones.size()) == 0);  // untouched by the child
 }
 
 }  // namespace warmfs
