@@ -12,11 +12,12 @@
 //
 // A buffer that a download fills (allocate_fill_buffer) lives instead in one shared file in
 // memory (a memfd, mapped once), and its bytes go in with fill_buffer(), a pwrite into that
-// file: the kernel gives a file's new pages without faulting them into the process one by
-// one, and on the guest measured a pwrite into fresh pages costs 0.17 s per GiB against
-// 0.5-1.8 for populating anonymous memory and copying (docs/benchmark-misses.md). Readers
-// then map those pages with a read fault per 16 pages (0.05 s per GiB). Anything may still
-// write through the pointer; only the cost differs.
+// file: the kernel takes new pages for a file without zeroing them or mapping them into the
+// process, and on the guest measured a pwrite into fresh pages costs 0.17 s per GiB against
+// 0.5-1.8 for populating anonymous memory and copying (docs/benchmark-misses.md). A pass that
+// only needs a copy (the CRC, the SSD tier's write) takes it with copy_from_buffer(), a
+// pread, and leaves the pages unmapped; the first read through the pointer maps them (a read
+// fault per 16 pages). Anything may still write through the pointer; only the cost differs.
 //
 // The pool holds at most kPoolMaxBytes; beyond that, the buffers let go longest ago are
 // unmapped (or their pages punched out of the file), so it keeps the sizes in use now.
@@ -51,7 +52,7 @@ void fill_buffer(std::byte* dst, const std::byte* src, size_t n);
 // allocate_fill_buffer (so the process does not map its pages), by memcpy otherwise.
 void copy_from_buffer(std::byte* out, const std::byte* src, size_t n);
 
-// Where a byte of a fill buffer lives in its memory file: a descriptor to splice or pread
+// Where a byte of a fill buffer lives in its memory file: a descriptor to pread or splice
 // from (owned by the buffer module, open for the life of the process) and the offset of p.
 struct BufferFile {
   int fd = -1;

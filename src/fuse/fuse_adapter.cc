@@ -18,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/buffer.h"
 #include "common/errno_map.h"
 #include "common/log.h"
 
@@ -28,9 +27,6 @@ namespace {
 struct Session {
   Filesystem& fs;
   const FuseOptions& options;
-  // Set in op_init: read replies splice bytes that live in the memory file of fill buffers
-  // (common/buffer.h) straight from it, so the process never maps those pages.
-  bool splice_replies = false;
 };
 
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
@@ -63,19 +59,6 @@ fuse_entry_param to_entry(const Session& s, const Attr& a) {
 
 void reply_status(fuse_req_t req, const Status& st) { fuse_reply_err(req, to_errno(st)); }
 
-// True when this process may size a pipe to hold bytes: libfuse splices a reply only through
-// a pipe that holds all of it, and a pipe beyond /proc/sys/fs/pipe-max-size (1 MiB by
-// default) needs CAP_SYS_RESOURCE. Without it a spliced reply would be copied through a
-// fresh heap buffer each time, which costs more than a reply from memory.
-bool pipe_can_hold(size_t bytes) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return false;
-  const bool ok = ::fcntl(p[0], F_SETPIPE_SZ, static_cast<int>(bytes)) >= 0;
-  ::close(p[0]);
-  ::close(p[1]);
-  return ok;
-}
-
 void op_init(void* userdata, fuse_conn_info* conn) {
   auto* s = static_cast<Session*>(userdata);
   const unsigned req_bytes = s->options.max_request_bytes;
@@ -96,11 +79,6 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   want(FUSE_CAP_ATOMIC_O_TRUNC);
   // Page-cache coherence is ours to manage with keep_cache per open (by ETag).
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
-  // libfuse sizes its pipe as the reply plus a page per piece and one more.
-  if ((conn->capable & FUSE_CAP_SPLICE_WRITE) && pipe_can_hold(req_bytes + (64u << 10))) {
-    conn->want |= FUSE_CAP_SPLICE_WRITE;
-    s->splice_replies = true;
-  }
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -218,32 +196,6 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
 }
 
-// Replies with the slices' bytes, spliced from the memory file where they live in one (the
-// kernel copies them from the file's pages; warmfs maps none of them), from memory otherwise.
-void reply_spliced(fuse_req_t req, const std::vector<ChunkSlice>& slices) {
-  // A fuse_bufvec ends in a one-element array; this thread's storage holds one per slice.
-  thread_local std::vector<fuse_buf> storage;
-  const size_t header = (sizeof(fuse_bufvec) - sizeof(fuse_buf) + sizeof(fuse_buf) - 1) / sizeof(fuse_buf);
-  storage.assign(header + slices.size(), fuse_buf{});
-  auto* vec = reinterpret_cast<fuse_bufvec*>(storage.data());
-  vec->count = slices.size();
-  vec->idx = 0;
-  vec->off = 0;
-  fuse_buf* bufs = vec->buf;
-  for (size_t i = 0; i < slices.size(); ++i) {
-    const std::byte* p = slices[i].chunk->bytes.data() + slices[i].offset;
-    bufs[i].size = slices[i].length;
-    if (auto f = buffer_file(p)) {
-      bufs[i].flags = static_cast<fuse_buf_flags>(FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK);
-      bufs[i].fd = f->fd;
-      bufs[i].pos = static_cast<off_t>(f->offset);
-    } else {
-      bufs[i].mem = const_cast<std::byte*>(p);
-    }
-  }
-  fuse_reply_data(req, vec, static_cast<fuse_buf_copy_flags>(0));
-}
-
 void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_file_info* fi) {
   Session& s = session_of(req);
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
@@ -253,19 +205,11 @@ void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_fi
   thread_local std::vector<iovec> iov;
   auto r = s.fs.read_slices(*handle, static_cast<uint64_t>(off), size, slices);
   if (!r.is_ok()) return reply_status(req, r.status());
-  bool in_files = false;
-  if (s.splice_replies) {
-    for (const ChunkSlice& sl : slices) in_files |= buffer_file(sl.chunk->bytes.data()).has_value();
+  iov.clear();
+  for (const ChunkSlice& sl : slices) {
+    iov.push_back(iovec{const_cast<std::byte*>(sl.chunk->bytes.data() + sl.offset), sl.length});
   }
-  if (in_files) {
-    reply_spliced(req, slices);
-  } else {
-    iov.clear();
-    for (const ChunkSlice& sl : slices) {
-      iov.push_back(iovec{const_cast<std::byte*>(sl.chunk->bytes.data() + sl.offset), sl.length});
-    }
-    fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
-  }
+  fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
   slices.clear();
 }
 
