@@ -1,4 +1,5 @@
 #include "common/buffer.h"
+#include "common/process_stats.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -168,6 +169,22 @@ TEST_CASE("a forked child gets a memory file of its own", "[buffer]") {
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(std::memcmp(parent.get(), ones.data(), ones.size()) == 0);  // untouched by the child
+}
+
+}  // namespace warmfs
+
+namespace warmfs {
+
+TEST_CASE("the memory the process holds counts the memory file, mapped or not", "[buffer]") {
+  const size_t n = 16u << 20;
+  std::vector<std::byte> src(n, std::byte{3});
+  auto buf = allocate_fill_buffer(n);
+  fill_buffer(buf.get(), src.data(), n);  // in the file, not mapped: not in the resident set
+  const ProcessMemory m = process_memory();
+  CHECK(m.memory_file_bytes >= n);
+  CHECK(m.memory_file_bytes == buffer_file_resident_bytes());
+  CHECK(m.held_bytes >= m.memory_file_bytes);
+  CHECK(m.rss_bytes > 0);
 }
 
 }  // namespace warmfs
