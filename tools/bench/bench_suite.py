@@ -96,22 +96,30 @@ def worker(args, timeout) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def held_kib(pid) -> int:
+def held_kib(pid, memfds=None) -> int:
     """The memory a process holds, in KiB: its resident set, with the shared-memory pages it
     maps (RssShmem) replaced by the whole of its memory files (memfd), mapped or not. warmfs
     keeps downloaded chunks in one (common/buffer.h); the plain resident set would miss the
-    pages it does not map."""
+    pages it does not map. memfds: a dict pid -> (memfd paths found, time of the last look), so
+    a sampler looks through the process's descriptors only until it has found one, and then
+    at most every 2 s, not at each sample."""
     fields = {}
     for line in open(f"/proc/{pid}/status"):
         name, _, rest = line.partition(":")
         if name in ("VmRSS", "RssShmem"):
             fields[name] = int(rest.split()[0])
+    known, scanned_at = (memfds or {}).get(pid, ([], None))
+    if not known and (scanned_at is None or time.monotonic() - scanned_at >= 2):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd).startswith("/memfd:"):
+                    known.append(fd)
+        if memfds is not None:
+            memfds[pid] = (known, time.monotonic())
     memfd_kib = 0
-    fd_dir = Path(f"/proc/{pid}/fd")
-    for fd in fd_dir.iterdir():
+    for fd in known:
         with contextlib.suppress(OSError):
-            if os.readlink(fd).startswith("/memfd:"):
-                memfd_kib += os.stat(fd).st_blocks // 2
+            memfd_kib += os.stat(fd).st_blocks // 2
     return fields.get("VmRSS", 0) - fields.get("RssShmem", 0) + memfd_kib
 
 
@@ -121,6 +129,7 @@ class RssSampler:
     def __init__(self, pids):
         self.pids = list(pids)
         self.max_kib = 0
+        self._memfds = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -128,7 +137,7 @@ class RssSampler:
         total = 0
         for pid in self.pids:
             with contextlib.suppress(OSError, ValueError):
-                total += held_kib(pid)
+                total += held_kib(pid, self._memfds)
         self.max_kib = max(self.max_kib, total)
 
     def _run(self):
