@@ -16,6 +16,7 @@
 // the cache's locks and the pool's lock; a FetchState's lock is taken alone.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -104,6 +105,19 @@ class ChunkFetcher {
     const uint64_t used = budget_used_.load(std::memory_order_relaxed);
     return used >= options_.max_inflight_bytes ? 0 : options_.max_inflight_bytes - used;
   }
+  // Sequential streams (readers with a read-ahead window open) come and go; each one's window
+  // is held to its share of the budget, so one stream cannot take all of it and leave the
+  // others to fetch a chunk at a time on demand.
+  void stream_opened() { streams_.fetch_add(1, std::memory_order_relaxed); }
+  void stream_closed() { streams_.fetch_sub(1, std::memory_order_relaxed); }
+  // The largest window, in chunks, one stream may use now: max_window_chunks, held to an
+  // equal share of the budget among the open streams (never below initial_window_chunks).
+  uint32_t window_cap_chunks() const {
+    const uint64_t streams = std::max<uint32_t>(1, streams_.load(std::memory_order_relaxed));
+    const uint64_t share = options_.max_inflight_bytes / options_.chunk_size / streams;
+    return static_cast<uint32_t>(std::max<uint64_t>(
+        options_.initial_window_chunks, std::min<uint64_t>(options_.max_window_chunks, share)));
+  }
   // A prefetched chunk dropped unread.
   void count_wasted() { prefetch_wasted_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -137,6 +151,7 @@ class ChunkFetcher {
   std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
 
   std::atomic<bool> cancelled_{false};
+  std::atomic<uint32_t> streams_{0};  // readers with a window open
   std::atomic<uint64_t> budget_used_{0};  // bytes charged by prefetches not yet read
   std::atomic<uint64_t> cache_hit_bytes_{0};
   std::atomic<uint64_t> fetched_bytes_{0};

@@ -45,9 +45,10 @@ struct ReadaheadOptions {
   // First window, in chunks, once two reads in a row are sequential.
   uint32_t initial_window_chunks = 4;
   // Largest window of one reader: 256 MiB keeps a 1 GB/s reader fed across ~250 ms stalls,
-  // with four requests of max_request_bytes in flight (the read-ahead budget, a quarter of
-  // the memory cache, caps it too). Against 128 on a CPU-bound origin: a cold 1 GiB read 8-11%
-  // faster in three alternated pairs, with 64 MiB requests.
+  // with four requests of max_request_bytes in flight. A stream's window is also held to its
+  // share of max_inflight_bytes among the streams open (ChunkFetcher::window_cap_chunks).
+  // Against 128 on a CPU-bound origin: a cold 1 GiB read 8-11% faster in three alternated
+  // pairs, with 64 MiB requests.
   uint32_t max_window_chunks = 256;
   // All readers together: chunks fetched ahead and not yet read. 256 MiB is a small part of a
   // GPU node's memory and enough for several sequential streams at full speed.

@@ -18,6 +18,7 @@ WindowedReader::WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVers
 
 WindowedReader::~WindowedReader() {
   std::lock_guard lock(mu_);
+  if (counted_) fetcher_->stream_closed();
   for (auto& [index, slot] : slots_) retire_locked(slot);
   slots_.clear();
 }
@@ -135,7 +136,17 @@ void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
   }
   bool waits = false;
   for (uint64_t i = first; i <= last; ++i) waits |= ensure_demand_locked(i);
-  if (sequential && was_open && waits) window_ = std::min(window_ * 2, o.max_window_chunks);
+  if (sequential && was_open && waits) {
+    window_ = std::min(window_ * 2, fetcher_->window_cap_chunks());
+  }
+  if ((window_ > 0) != counted_) {
+    counted_ = window_ > 0;
+    if (counted_) {
+      fetcher_->stream_opened();
+    } else {
+      fetcher_->stream_closed();
+    }
+  }
   if (window_ > 0) issue_prefetches_locked(last);
 }
 
@@ -155,7 +166,9 @@ bool WindowedReader::ensure_demand_locked(uint64_t index) {
 }
 
 void WindowedReader::issue_prefetches_locked(uint64_t last) {
-  const uint64_t stop = std::min(chunk_count_, last + 1 + window_);
+  // A window grown while this stream was alone shrinks to its share when others open.
+  const uint64_t window = std::min<uint64_t>(window_, fetcher_->window_cap_chunks());
+  const uint64_t stop = std::min(chunk_count_, last + 1 + window);
   uint64_t i = std::max(last + 1, ahead_end_);
   // Chunks another stream of this object already has or is fetching join the window for
   // free; only the ones past them need requests, and they are what the batch counts. (Else a
@@ -176,7 +189,7 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
   // share a request; wait while enough is still ahead of the reader.
   const ReadaheadOptions& o = fetcher_->options();
   const uint64_t per_request = std::max<uint64_t>(1, o.max_request_bytes / chunk_size_);
-  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window_ / 2, per_request));
+  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window / 2, per_request));
   if (i > last + 1 && stop < chunk_count_ && stop < i + batch) return;
   // Many streams share the budget: wait until it covers a whole batch (or half the budget,
   // if that is less), rather than taking back a chunk at a time as readers free it, which

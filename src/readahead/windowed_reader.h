@@ -78,6 +78,7 @@ class WindowedReader final : public Reader {
   ChunkKey key_;           // this version's key; index rewritten on each use
   std::map<uint64_t, Slot> slots_;
   uint32_t window_ = 0;
+  bool counted_ = false;  // counted among the fetcher's open streams (window_ > 0)
   uint64_t ahead_end_ = 0;  // one past the last chunk read-ahead has covered
   bool has_prev_ = false;
   uint64_t prev_end_ = 0;

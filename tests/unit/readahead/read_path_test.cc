@@ -290,6 +290,49 @@ TEST_CASE("streams sharing a spent budget still fetch in whole requests", "[read
   CHECK(s.store.bytes_returned() == 64 * kChunk);  // readers share fetches: each chunk once
 }
 
+TEST_CASE("each open stream's window is held to its share of the budget", "[readahead]") {
+  ReadaheadOptions o = small_options();
+  o.fetch_threads = 32;  // every chunk asked for is in flight at once (and counted)
+  o.max_window_chunks = 16;
+  o.max_inflight_bytes = 16 * kChunk;  // alone a stream may take it all; two get 8 each
+  Setup s(128 * kChunk, o);
+  s.store.set_delay(Op::kGetRange, 2ms);
+  const std::vector<std::byte> other = random_bytes(16 * kChunk, 7);
+  const ObjectVersion other_version{"other", s.bucket.put_object("other", other), other.size()};
+  // The highest chunk of "obj" asked for so far.
+  auto highest = [&] {
+    for (uint64_t j = 128; j-- > 0;) {
+      if (s.store.get_count("obj", j * kChunk) > 0) return j;
+    }
+    return uint64_t{0};
+  };
+  auto a = s.open();
+  for (uint64_t c = 0; c < 30; ++c) s.read_check(*a, c * kChunk, kChunk);
+  CHECK(window_of(*a) == 16);
+  CHECK(highest() > 29 + 8);  // alone: further ahead than a half share
+
+  // A second stream opens: the first one's read-ahead stays within its share from now on.
+  auto b = s.path->open(other_version);
+  std::vector<std::byte> buf(kChunk);
+  for (uint64_t c = 0; c < 3; ++c) REQUIRE(b->read(c * kChunk, buf).is_ok());
+  CHECK(window_of(*b) > 0);
+  uint64_t lead = 0;
+  for (uint64_t c = 30; c < 80; ++c) {
+    s.read_check(*a, c * kChunk, kChunk);
+    if (c >= 50) lead = std::max(lead, highest() - c);
+  }
+  CHECK(lead <= 8);
+
+  // It closes: the first stream may use the whole budget again.
+  b.reset();
+  lead = 0;
+  for (uint64_t c = 80; c < 110; ++c) {
+    s.read_check(*a, c * kChunk, kChunk);
+    lead = std::max(lead, highest() - c);
+  }
+  CHECK(lead > 8);
+}
+
 TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
   ReadaheadOptions o = small_options();
   o.max_request_bytes = 8 * kChunk;
