@@ -53,7 +53,7 @@ void ChunkFetcher::shutdown() {
 bool ChunkFetcher::try_charge(uint64_t n) {
   uint64_t cur = budget_used_.load(std::memory_order_relaxed);
   do {
-    if (cur + n > options_.max_inflight_bytes) return false;
+    if (cur + handoff_charge() + n > options_.max_inflight_bytes) return false;
   } while (!budget_used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
   return true;
 }
@@ -198,8 +198,15 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
   }
   // Only now the slower tiers, whose put may wait for room in a write queue.
   if (cacheable && &fast_cache_ != &cache_) {
+    uint64_t handoff = 0;
     for (size_t i = 0; i < run.size(); ++i) {
-      if (fetched[i]) cache_.put(run[i].key, std::move(chunks[i]));
+      if (fetched[i]) handoff += run[i].length;
+    }
+    handoff_bytes_.fetch_add(handoff, std::memory_order_relaxed);
+    for (size_t i = 0; i < run.size(); ++i) {
+      if (!fetched[i]) continue;
+      cache_.put(run[i].key, std::move(chunks[i]));
+      handoff_bytes_.fetch_sub(run[i].length, std::memory_order_relaxed);
     }
   }
 }
@@ -259,7 +266,7 @@ ReadPathCounters ChunkFetcher::counters() const {
   c.fetch_requests = fetch_requests_.load(std::memory_order_relaxed);
   c.prefetched_chunks = prefetched_.load(std::memory_order_relaxed);
   c.prefetch_wasted_chunks = prefetch_wasted_.load(std::memory_order_relaxed);
-  c.inflight_bytes = budget_used_.load(std::memory_order_relaxed);
+  c.inflight_bytes = budget_used_.load(std::memory_order_relaxed) + handoff_charge();
   c.fetch_errors = fetch_errors_.load(std::memory_order_relaxed);
   return c;
 }

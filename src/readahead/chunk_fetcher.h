@@ -102,7 +102,7 @@ class ChunkFetcher {
   void release(uint64_t charged_bytes);
   // Read-ahead budget not taken right now (a hint: others may take it meanwhile).
   uint64_t budget_free() const {
-    const uint64_t used = budget_used_.load(std::memory_order_relaxed);
+    const uint64_t used = budget_used_.load(std::memory_order_relaxed) + handoff_charge();
     return used >= options_.max_inflight_bytes ? 0 : options_.max_inflight_bytes - used;
   }
   // Sequential streams (readers with a read-ahead window open) come and go; each one's window
@@ -130,6 +130,11 @@ class ChunkFetcher {
 
  private:
   bool try_charge(uint64_t n);
+  // The part of handoff_bytes_ beyond the allowance, which counts against the budget.
+  uint64_t handoff_charge() const {
+    const uint64_t h = handoff_bytes_.load(std::memory_order_relaxed);
+    return h > options_.handoff_allowance_bytes ? h - options_.handoff_allowance_bytes : 0;
+  }
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
   // Fetches a run of consecutive chunks of one version with one request and completes each.
   // Chunks found in the slower tiers cost no request; the rest come from the bucket.
@@ -153,6 +158,11 @@ class ChunkFetcher {
   std::atomic<bool> cancelled_{false};
   std::atomic<uint32_t> streams_{0};  // readers with a window open
   std::atomic<uint64_t> budget_used_{0};  // bytes charged by prefetches not yet read
+  // Bytes fetched from the bucket and not yet taken by the slower tier's put (which may wait
+  // for room in the SSD writer's queue). Beyond handoff_allowance_bytes they count against
+  // the read-ahead budget: when the disk writes slower than the bucket delivers, read-ahead
+  // slows to match instead of piling up chunks in memory.
+  std::atomic<uint64_t> handoff_bytes_{0};
   std::atomic<uint64_t> cache_hit_bytes_{0};
   std::atomic<uint64_t> fetched_bytes_{0};
   std::atomic<uint64_t> fetch_requests_{0};

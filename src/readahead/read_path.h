@@ -61,6 +61,12 @@ struct ReadaheadOptions {
   // does not make a reader wait for its end. 64 MiB: measured against 8, 16 and 32 MiB on a
   // CPU-bound origin, the fewer requests left more CPU for the bytes.
   uint64_t max_request_bytes = 64ull << 20;
+  // Chunks fetched from the bucket wait, after their readers have them, for the SSD tier's
+  // write queue to take them. Up to this many bytes of them are free; beyond it they count
+  // against max_inflight_bytes, so read-ahead slows to what the disk takes rather than
+  // holding an unbounded pile of chunks in memory (each fetch thread could hold a request's
+  // worth). A short writer stall costs nothing; a long one slows the cold read.
+  uint64_t handoff_allowance_bytes = 128ull << 20;
 };
 
 struct ReadPathCounters {
@@ -69,7 +75,9 @@ struct ReadPathCounters {
   uint64_t fetch_requests = 0;
   uint64_t prefetched_chunks = 0;   // chunks requested by read-ahead
   uint64_t prefetch_wasted_chunks = 0;  // fetched ahead but never read
-  uint64_t inflight_bytes = 0;      // right now: read-ahead budget in use (fetched ahead, unread)
+  // Right now: read-ahead budget in use (fetched ahead and unread, or waiting for the SSD
+  // tier to take it beyond handoff_allowance_bytes).
+  uint64_t inflight_bytes = 0;
   uint64_t fetch_errors = 0;
 };
 
