@@ -73,6 +73,8 @@ struct SsdCacheOptions {
   // busy machine, the writer thread) takes, rather than leaving chunks out of the tier and
   // fetching them from the bucket again on the next pass. Zero: drop at once.
   std::chrono::milliseconds put_wait{1000};
+  // Nice value of the writer thread (see writer_loop); 0 leaves it as the daemon's.
+  int writer_nice = -5;
   // Typical chunk size, to size the frequency sketch (capacity / this = chunks held).
   uint64_t expected_chunk_bytes = kDefaultChunkSize;
   // After an I/O error the tier stays off this long, then tries again (ENOSPC may clear).
