@@ -93,13 +93,19 @@ uint32_t buffer_crc32c(const std::byte* data, size_t size) {
 
 }  // namespace
 
-ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
+ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size,
+                          uint32_t crc32c) {
   const std::byte* data = buffer.get() + offset;
   auto owner = std::make_shared<const SliceOwner>(std::move(buffer), data, size);
   auto chunk = std::make_shared<Chunk>();
   chunk->bytes = ChunkBytes::owned_by(std::move(owner), data, size);
-  chunk->crc32c = buffer_crc32c(data, size);
+  chunk->crc32c = crc32c;
   return chunk;
+}
+
+ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
+  const uint32_t crc = buffer_crc32c(buffer.get() + offset, size);
+  return make_chunk_slice(std::move(buffer), offset, size, crc);
 }
 
 bool chunk_intact(const Chunk& chunk) {

@@ -98,6 +98,9 @@ ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, si
 // partly evicted holds memory only for the chunks still in use. Nothing may read the slice
 // through the buffer afterwards.
 ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size);
+// The same with the CRC32C of the bytes already known (computed as they arrived).
+ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size,
+                          uint32_t crc32c);
 // True when the chunk's bytes still match its CRC32C (for tiers that keep bytes outside
 // process memory; costs a pass over the bytes).
 bool chunk_intact(const Chunk& chunk);

@@ -64,6 +64,8 @@ struct Transfer {
   Response* response = nullptr;
   std::span<std::byte> sink;
   const std::function<void(size_t, const Response&)>* progress = nullptr;
+  const std::function<void(size_t, std::span<const std::byte>, const Response&)>* bytes_seen =
+      nullptr;
   bool use_sink = false;
   long status = 0;  // from the latest status line
   size_t received = 0;
@@ -79,6 +81,10 @@ size_t on_body(char* data, size_t size, size_t nmemb, void* userp) noexcept {
     if (t->received + n > t->sink.size()) {
       t->overflow = true;
       return 0;
+    }
+    if (t->bytes_seen != nullptr && *t->bytes_seen) {
+      (*t->bytes_seen)(t->received, std::span(reinterpret_cast<const std::byte*>(data), n),
+                       *t->response);
     }
     // pwrite when the sink is a fill buffer (common/buffer.h): no page faults for new memory.
     fill_buffer(t->sink.data() + t->received, reinterpret_cast<const std::byte*>(data), n);
@@ -262,6 +268,7 @@ Result<Response> Client::perform(const Request& request) {
   transfer.sink = request.body_sink;
   transfer.use_sink = !request.body_sink.empty();
   transfer.progress = &request.on_sink_progress;
+  transfer.bytes_seen = &request.on_sink_bytes;
 
   const bool is_head = request.method == "HEAD";
   const bool has_body =

@@ -44,6 +44,10 @@ struct Request {
   // it, with how many have so far (counting from the sink's start) and the response's status
   // and headers. Must not throw.
   std::function<void(size_t, const Response&)> on_sink_progress;
+  // With a body_sink: called with each piece of a 2xx body just before it is written to the
+  // sink at offset `at` (from the sink's start), while the bytes are still in the core's
+  // cache (a checksum costs no second pass over memory). Must not throw.
+  std::function<void(size_t at, std::span<const std::byte> bytes, const Response&)> on_sink_bytes;
   // The server may work a long time before it sends a byte (CompleteMultipartUpload of a
   // large object, copies): no low-speed abort, and ClientOptions::slow_answer_timeout as
   // the total bound.

@@ -101,6 +101,9 @@ inline constexpr uint64_t kMinPartSize = 5ull << 20;  // every part but the last
 inline constexpr uint64_t kMaxPartSize = 5ull << 30;  // and the most one CopyObject takes
 inline constexpr size_t kMaxDeleteBatch = 1000;       // keys per DeleteObjects
 
+// Shown the bytes of a range GET as they land (ObjectStore::get_range_progress).
+using RangeBytesSeen = std::function<void(uint64_t at, std::span<const std::byte> bytes)>;
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -122,12 +125,25 @@ class ObjectStore {
   // on its way. This default reports once, at the end; S3 reports as bytes arrive when
   // if_match pins the version (without it a retry may bring another version, so it starts
   // over and reports at the end).
+  //
+  // seen, when given, may be shown the body's bytes as they land, before they are in out:
+  // seen(at, bytes) for bytes [at, at + bytes.size()) of out, in order of at; a retry may show
+  // bytes at offsets shown before again (the same bytes). A caller can checksum the bytes
+  // while they are still in the core's cache. Stores need not call it (this default does not),
+  // and it may stop being called partway: a caller falls back to reading out.
   virtual Result<size_t> get_range_progress(std::string_view key, uint64_t offset,
                                             std::span<std::byte> out, std::string_view if_match,
-                                            const std::function<void(size_t)>& progress) {
+                                            const std::function<void(size_t)>& progress,
+                                            const RangeBytesSeen& seen) {
+    (void)seen;
     Result<size_t> r = get_range(key, offset, out, if_match);
     if (r.is_ok() && progress) progress(*r);
     return r;
+  }
+  Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
+                                    std::string_view if_match,
+                                    const std::function<void(size_t)>& progress) {
+    return get_range_progress(key, offset, out, if_match, progress, nullptr);
   }
 
   // One page of ListObjectsV2.

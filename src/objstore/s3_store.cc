@@ -132,6 +132,7 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
                         query.empty() ? "" : "?", query);
   req.body_sink = call.sink;
   req.on_sink_progress = call.on_sink_progress;
+  req.on_sink_bytes = call.on_sink_bytes;
   req.slow_answer = call.slow_answer;
   req.body = call.body;
 
@@ -247,12 +248,13 @@ bool answers_range(const http::Response& r, uint64_t from) {
 
 Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
                                         std::span<std::byte> out, std::string_view if_match) {
-  return get_range_progress(key, offset, out, if_match, nullptr);
+  return get_range_progress(key, offset, out, if_match, nullptr, nullptr);
 }
 
 Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t offset,
                                                  std::span<std::byte> out, std::string_view if_match,
-                                                 const std::function<void(size_t)>& progress) {
+                                                 const std::function<void(size_t)>& progress,
+                                                 const RangeBytesSeen& seen) {
   get_requests_.fetch_add(1, std::memory_order_relaxed);
   if (key.empty()) return Status(Errc::kInvalidArgument, "GET: empty key");
   if (out.empty()) return size_t{0};
@@ -285,6 +287,11 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
       progress(static_cast<size_t>(reported));
     }
   };
+  if (resume && seen) {
+    call.on_sink_bytes = [&](size_t at, std::span<const std::byte> bytes, const http::Response& head) {
+      if (answers_range(head, offset + kept)) seen(kept + at, bytes);
+    };
+  }
   if (resume) {
     call.before_retry = [&](Call& c) {
       // Keep what the failed attempt brought, but at least the last byte is asked for again:

@@ -80,9 +80,12 @@ class S3ObjectStore final : public ObjectStore {
                            std::string_view if_match) override;
   // As ObjectStore::get_range_progress. With if_match, an attempt cut short (a reset, a
   // truncated body) is retried from the first byte it did not bring.
+  // With if_match, seen is shown the bytes as they land (without it, not at all).
+  using ObjectStore::get_range_progress;
   Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
                                     std::string_view if_match,
-                                    const std::function<void(size_t)>& progress) override;
+                                    const std::function<void(size_t)>& progress,
+                                    const RangeBytesSeen& seen) override;
   // One page; the request's prefix, delimiter and token are sent as given, keys come back
   // decoded (the request asks for encoding-type=url so any key survives the XML).
   Result<ListPage> list(const ListRequest& request) override;
@@ -144,6 +147,8 @@ class S3ObjectStore final : public ObjectStore {
     bool slow_answer = false;
     // Body bytes landed in sink so far in this attempt (see http::Request).
     std::function<void(size_t, const http::Response&)> on_sink_progress;
+    // Body bytes about to land in sink (see http::Request::on_sink_bytes).
+    std::function<void(size_t, std::span<const std::byte>, const http::Response&)> on_sink_bytes;
     // Runs before each retry and may change the call (a GET resumes after what it has).
     std::function<void(Call&)> before_retry;
   };

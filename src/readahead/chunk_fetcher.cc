@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/buffer.h"
+#include "common/crc32c.h"
 #include "common/log.h"
 
 namespace warmfs {
@@ -227,19 +228,44 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   // ObjectStore::get_range_progress: the last byte may be asked for again).
   size_t next = from;       // first chunk not made yet
   uint64_t next_at = 0;     // its offset in buf
+  // Each chunk's CRC32C, computed as its bytes arrive (while they are in the core's cache),
+  // when the store shows them; else make_chunk_slice reads the buffer for it.
+  std::vector<uint32_t> crc(to - from, 0);
+  uint64_t hashed = 0;     // bytes [0, hashed) of buf are in crc
+  bool streamed = true;    // no byte was missed
+  const RangeBytesSeen seen = [&](uint64_t at, std::span<const std::byte> bytes) {
+    if (!streamed || at + bytes.size() <= hashed) return;  // already seen (a retry)
+    if (at > hashed) {
+      streamed = false;  // a gap: the bytes between were not shown
+      return;
+    }
+    bytes = bytes.subspan(static_cast<size_t>(hashed - at));
+    while (!bytes.empty()) {
+      const uint64_t c = hashed / options_.chunk_size;  // run[from + c]; all but the last full
+      const uint64_t chunk_end = std::min(total, (c + 1) * options_.chunk_size);
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes.size(), chunk_end - hashed));
+      crc[c] = crc32c(bytes.first(n), crc[c]);
+      hashed += n;
+      bytes = bytes.subspan(n);
+    }
+  };
   auto make_up_to = [&](uint64_t bytes, size_t limit) {
     while (next < limit && next_at + run[next].length <= bytes) {
-      chunks[next] = make_chunk_slice(buf, next_at, run[next].length);
+      chunks[next] = streamed && next_at + run[next].length <= hashed
+                         ? make_chunk_slice(buf, next_at, run[next].length, crc[next - from])
+                         : make_chunk_slice(buf, next_at, run[next].length);
       next_at += run[next].length;
       ++next;
     }
   };
   Result<size_t> got = store_.get_range_progress(
-      first.key, offset, std::span(buf.get(), total), first.etag, [&](size_t landed) {
+      first.key, offset, std::span(buf.get(), total), first.etag,
+      [&](size_t landed) {
         const size_t before = next;
         make_up_to(landed, to - 1);
         for (size_t i = before; i < next; ++i) early(i);
-      });
+      },
+      seen);
   Status st;
   if (!got.is_ok()) {
     st = std::move(got).take_status();

@@ -15,6 +15,7 @@
 
 #include "cache/memory_cache.h"
 #include "cache/tiered_cache.h"
+#include "common/crc32c.h"
 #include "readahead/windowed_reader.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
@@ -206,7 +207,8 @@ class HalfThenWaitStore final : public MemoryObjectStore {
   using MemoryObjectStore::MemoryObjectStore;
   Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
                                     std::string_view if_match,
-                                    const std::function<void(size_t)>& progress) override {
+                                    const std::function<void(size_t)>& progress,
+                                    const RangeBytesSeen&) override {
     Result<size_t> r = get_range(key, offset, out, if_match);
     if (!r.is_ok()) return r;
     progress(*r / 2);
@@ -334,6 +336,63 @@ TEST_CASE("each open stream's window is held to its share of the budget", "[read
     lead = std::max(lead, highest() - c);
   }
   CHECK(lead > 8);
+}
+
+namespace {
+// Shows a range's bytes to `seen` in pieces of odd sizes, as S3 does while they land: with
+// repeats (a retry asks for bytes again) or with a piece left out (a store may stop showing).
+class ShowingStore final : public MemoryObjectStore {
+ public:
+  enum class Mode { kPieces, kRepeats, kGap };
+  explicit ShowingStore(Mode mode) : mode_(mode) {}
+  Result<size_t> get_range_progress(std::string_view key, uint64_t offset, std::span<std::byte> out,
+                                    std::string_view if_match,
+                                    const std::function<void(size_t)>& progress,
+                                    const RangeBytesSeen& seen) override {
+    Result<size_t> r = get_range(key, offset, out, if_match);
+    if (!r.is_ok()) return r;
+    const size_t piece = 1000;  // does not divide the chunk size: pieces straddle chunks
+    size_t i = 0;
+    for (size_t at = 0; at < *r; at += piece, ++i) {
+      const size_t n = std::min(piece, *r - at);
+      if (mode_ == Mode::kGap && i == 5) continue;
+      if (mode_ == Mode::kRepeats && at >= 700) {
+        seen(at - 700, std::span<const std::byte>(out.data() + at - 700, 700));
+      }
+      seen(at, std::span<const std::byte>(out.data() + at, n));
+      if (progress) progress(at + n);
+    }
+    if (progress) progress(*r);
+    return r;
+  }
+
+ private:
+  Mode mode_;
+};
+}  // namespace
+
+TEST_CASE("chunks take the CRC32C computed as their bytes are shown, and it is right", "[readahead]") {
+  const auto mode = GENERATE(ShowingStore::Mode::kPieces, ShowingStore::Mode::kRepeats,
+                             ShowingStore::Mode::kGap);
+  ReadaheadOptions o = small_options();
+  o.max_request_bytes = 8 * kChunk;
+  o.initial_window_chunks = 8;
+  ShowingStore bucket(mode);
+  const std::vector<std::byte> data = random_bytes(20 * kChunk + 777, 5);  // a short last chunk
+  const ObjectVersion v{"obj", bucket.put_object("obj", data), data.size()};
+  MemoryCache cache({.capacity_bytes = 1 << 30});
+  ReadPath path(bucket, cache, "test-bucket", o);
+  auto r = path.open(v);
+  std::vector<ChunkSlice> slices;
+  for (uint64_t off = 0; off < data.size(); off += kChunk) {
+    REQUIRE(r->read_slices(off, kChunk, slices).is_ok());
+    REQUIRE(slices.size() == 1);
+    const Chunk& c = *slices[0].chunk;
+    INFO("chunk at " << off << ", mode " << int(mode));
+    REQUIRE(c.bytes.size() == std::min<uint64_t>(kChunk, data.size() - off));
+    CHECK(std::memcmp(c.bytes.data(), data.data() + off, c.bytes.size()) == 0);
+    CHECK(c.crc32c == crc32c(std::span<const std::byte>(data.data() + off, c.bytes.size())));
+  }
 }
 
 TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
