@@ -327,7 +327,9 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
 - Origin: s3rver (npm) on a persistent store, behind `tools/s3proxy` with a first-byte delay per
   request. After each page-cache drop the harness reads the origin's own files back into the page
   cache, so the origin behaves like an object store (latency, no disk) and local disk speed
-  does not leak into the cold figures.
+  does not leak into the cold figures. Before the first measurement the first big object is
+  fetched twice through the proxy, unmeasured: a fresh s3rver serves its first GiB or two
+  slower, which otherwise penalised whichever system came first.
 - Data (made once, reused): four 1 GiB objects (`big/`), a 512 MiB token file (`token/`), 4,000
   files of 64 KiB in 8 folders (`small/`), 32 WebDataset-style tar shards of ~32 MiB holding
   (100 KiB `.bin`, `.json` label) samples (`shards/`), and a local copy of all of it.
