@@ -307,7 +307,7 @@ TEST_CASE("a truncated GET body is retried", "[objstore]") {
   }
 }
 
-TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporting progress", "[objstore]") {
+TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporting progress and bytes", "[objstore]") {
   std::string object(300000, '\0');
   for (size_t i = 0; i < object.size(); ++i) object[i] = char('a' + (i * 7) % 26);
   std::atomic<int> calls{0};
@@ -324,10 +324,32 @@ TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporti
   auto store = make_store(config_for(server.url()), clock);
   std::vector<std::byte> buf(200000);
   std::vector<size_t> seen;
-  auto n = store->get_range_progress("k", 50000, buf, "etag1", [&](size_t landed) { seen.push_back(landed); });
+  // The bytes shown as they land: what each offset held, how often it was shown.
+  std::vector<char> shown(buf.size(), 0);
+  std::vector<int> times(buf.size(), 0);
+  uint64_t shown_end = 0;
+  bool gap = false, same = true, before_landing = true;
+  auto n = store->get_range_progress(
+      "k", 50000, buf, "etag1", [&](size_t landed) { seen.push_back(landed); },
+      [&](uint64_t at, std::span<const std::byte> bytes) {
+        // Shown before progress reports them, with no gap (a retry may show a byte again).
+        if (!seen.empty() && at + bytes.size() <= seen.back()) before_landing = false;
+        if (at > shown_end) gap = true;
+        shown_end = std::max<uint64_t>(shown_end, at + bytes.size());
+        for (size_t i = 0; i < bytes.size(); ++i) {
+          const char c = static_cast<char>(bytes[i]);
+          if (times[at + i]++ > 0 && shown[at + i] != c) same = false;
+          shown[at + i] = c;
+        }
+      });
   REQUIRE(n.is_ok());
   CHECK(*n == 200000);
   CHECK(std::memcmp(buf.data(), object.data() + 50000, buf.size()) == 0);
+  CHECK(std::memcmp(shown.data(), object.data() + 50000, shown.size()) == 0);  // all shown
+  CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1 || t == 2; }));
+  CHECK_FALSE(gap);
+  CHECK(same);
+  CHECK(before_landing);
   const auto reqs = server.requests();
   REQUIRE(reqs.size() == 2);
   CHECK(reqs[0].header("range") == "bytes=50000-249999");
@@ -339,68 +361,6 @@ TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporti
   CHECK(seen.back() == 200000);
   CHECK(std::any_of(seen.begin(), seen.end(), [](size_t v) { return v > 0 && v <= 120000; }));
   CHECK(store->counters().bytes_read == 200000);
-}
-
-TEST_CASE("with If-Match, a GET cut short shows its bytes as they land, once or again the same", "[objstore]") {
-  std::string object(300000, '\0');
-  for (size_t i = 0; i < object.size(); ++i) object[i] = char('a' + (i * 7) % 26);
-  std::atomic<int> calls{0};
-  TestHttpServer server([&](const ServerRequest& req) {
-    ServerReply r = serve_range(req, object);
-    if (++calls == 1) {  // 120,000 bytes, then the connection drops
-      r.content_length = r.body.size();
-      r.body.resize(120000);
-      r.close = true;
-    }
-    return r;
-  });
-  FakeClock clock;
-  auto store = make_store(config_for(server.url()), clock);
-  std::vector<std::byte> buf(200000);
-  // What the bytes shown say each offset holds, and how often an offset was shown.
-  std::vector<char> shown(buf.size(), 0);
-  std::vector<int> times(buf.size(), 0);
-  uint64_t last_at = 0;
-  bool gap = false, same = true, before_landing = true;
-  size_t landed_max = 0;
-  auto n = store->get_range_progress(
-      "k", 50000, buf, "etag1", [&](size_t landed) { landed_max = landed; },
-      [&](uint64_t at, std::span<const std::byte> bytes) {
-        // Shown before progress reports them, with no gap (a retry may show a byte again).
-        if (at + bytes.size() <= landed_max) before_landing = false;
-        if (at > last_at) gap = true;
-        last_at = std::max<uint64_t>(last_at, at + bytes.size());
-        for (size_t i = 0; i < bytes.size(); ++i) {
-          const char c = static_cast<char>(bytes[i]);
-          if (times[at + i]++ > 0 && shown[at + i] != c) same = false;
-          shown[at + i] = c;
-        }
-      });
-  REQUIRE(n.is_ok());
-  CHECK(*n == 200000);
-  CHECK(std::memcmp(buf.data(), object.data() + 50000, buf.size()) == 0);
-  CHECK(std::memcmp(shown.data(), object.data() + 50000, shown.size()) == 0);  // every byte shown
-  CHECK(std::all_of(times.begin(), times.end(), [](int t) { return t == 1 || t == 2; }));
-  CHECK_FALSE(gap);
-  CHECK(same);
-  CHECK(before_landing);
-}
-
-TEST_CASE("bytes are not shown from an answer whose Content-Range starts elsewhere", "[objstore]") {
-  const std::string object(100000, 'y');
-  TestHttpServer server([&](const ServerRequest& req) {
-    ServerReply r = serve_range(req, object);
-    r.headers[0].second = "bytes 10-80009/100000";  // not where the request asked
-    return r;
-  });
-  FakeClock clock;
-  auto store = make_store(config_for(server.url()), clock);
-  std::vector<std::byte> buf(80000);
-  size_t shown = 0;
-  auto n = store->get_range_progress("k", 0, buf, "etag1", nullptr,
-                                     [&](uint64_t, std::span<const std::byte> b) { shown += b.size(); });
-  CHECK_FALSE(n.is_ok());
-  CHECK(shown == 0);
 }
 
 TEST_CASE("without If-Match, a GET cut short starts over and reports progress at the end", "[objstore]") {
@@ -439,9 +399,12 @@ TEST_CASE("progress ignores an answer whose Content-Range starts elsewhere", "[o
   auto store = make_store(config_for(server.url()), clock);
   std::vector<std::byte> buf(80000);
   std::vector<size_t> seen;
-  auto n = store->get_range_progress("k", 0, buf, "etag1", [&](size_t landed) { seen.push_back(landed); });
+  size_t shown = 0;
+  auto n = store->get_range_progress("k", 0, buf, "etag1", [&](size_t landed) { seen.push_back(landed); },
+                                     [&](uint64_t, std::span<const std::byte> b) { shown += b.size(); });
   CHECK_FALSE(n.is_ok());
   CHECK(seen.empty());
+  CHECK(shown == 0);  // nor are its bytes shown
 }
 
 TEST_CASE("persistent 500 fails with kIo after max attempts", "[objstore]") {
