@@ -366,8 +366,9 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
 - s3fs-fuse: `-o url=http://127.0.0.1:PROXY,use_path_request_style,passwd_file=F,use_cache=DIR,`
   `parallel_count=8,multipart_size=64,multireq_max=16,norenameapi,max_stat_cache_size=100000,`
   `stat_cache_expire=60,enable_noobj_cache,kernel_cache,endpoint=us-east-1`
-  (`norenameapi`: s3rver has no UploadPartCopy, which s3fs's rename of a file over 25 MB uses
-  (a multipart copy, answered 501); with it s3fs renames by uploading the object again).
+  (`norenameapi`: meant to keep s3fs from renaming by UploadPartCopy, which s3rver lacks;
+  s3fs 1.90 still renames the 512 MiB checkpoint with a multipart copy, answered 501, so its
+  checkpoint row is an error: `Input/output error at rename`).
 - rclone mount (remote `type = s3, provider = Other, endpoint = http://127.0.0.1:PROXY`):
   `--vfs-cache-mode full --vfs-cache-max-size 20G --vfs-read-chunk-size 16M
   --vfs-read-chunk-size-limit off --buffer-size 32M --vfs-read-ahead 256M --transfers 8

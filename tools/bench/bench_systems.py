@@ -8,8 +8,9 @@ before every fresh (cold) mount.
 How the peers are configured (the flags are documented in docs/benchmarks.md too):
 - s3fs-fuse: path-style URL to the proxy, a passwd file, use_cache=<dir> (its disk cache),
   parallel_count=8 and multipart_size=64 (MiB) for uploads, multireq_max=16 for parallel range
-  reads, norenameapi (s3rver has no UploadPartCopy, which s3fs's rename of a file over 25 MB uses;
-  with it a rename uploads the object again from the cache), a 60 s stat cache large enough for the tree, enable_noobj_cache, kernel_cache (the
+  reads, norenameapi (meant to keep a rename of a file over 25 MB off UploadPartCopy, which
+  s3rver lacks; s3fs 1.90 still uses a multipart copy for the 512 MiB checkpoint, and the
+  rename fails with EIO), a 60 s stat cache large enough for the tree, enable_noobj_cache, kernel_cache (the
   page cache survives opens, as warmfs's keep_cache).
 - rclone mount: an s3 remote with provider=Other, --vfs-cache-mode full (a disk cache, needed
   for writes with fsync), --vfs-read-chunk-size 16M doubling without limit, --buffer-size 32M,
