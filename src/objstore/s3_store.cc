@@ -287,12 +287,13 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
       progress(static_cast<size_t>(reported));
     }
   };
-  if (resume && seen) {
-    call.on_sink_bytes = [&](size_t at, std::span<const std::byte> bytes, const http::Response& head) {
-      if (answers_range(head, offset + kept)) seen(kept + at, bytes);
-    };
-  }
   if (resume) {
+    if (seen) {
+      call.on_sink_bytes = [&](size_t at, std::span<const std::byte> bytes,
+                               const http::Response& head) {
+        if (answers_range(head, offset + kept)) seen(kept + at, bytes);
+      };
+    }
     call.before_retry = [&](Call& c) {
       // Keep what the failed attempt brought, but at least the last byte is asked for again:
       // a retry needs a range to ask for.
