@@ -207,7 +207,10 @@ class Latency(FaultCase):
         m = self.mount(p, f"s3://{BUCKET}")
         took = self.assert_reads(m, "latency-64MiB.bin", OBJECTS["latency-64MiB.bin"], within=80)
         stats = p.stats()
-        self.assertGreaterEqual(stats["requests_by_method"].get("GET", 0), 8, stats)  # <= 8 MiB each
+        # Read-ahead splits the object into range GETs (a window starts small and grows, up
+        # to 64 MiB a request, so how many depends on timing), and no byte is fetched twice.
+        self.assertGreaterEqual(stats["responses_by_status"].get("206", 0), 2, stats)
+        self.assertEqual(m.stats()["bucket_bytes_read"], len(OBJECTS["latency-64MiB.bin"]))
         print(f"\n  64 MiB with 15 ms first-byte delay: {took:.2f}s, "
               f"{stats['requests']} requests", file=sys.stderr)
 
