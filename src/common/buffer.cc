@@ -22,9 +22,10 @@
 namespace warmfs {
 namespace {
 
-// Size classes: 64 KiB steps below kHugePageBytes, 2 MiB steps from there.
+// Size classes: pages below kPoolMinBytes (only fill buffers are that small: a small object's
+// chunk), 64 KiB steps below kHugePageBytes, 2 MiB steps from there.
 size_t size_class(size_t n) {
-  const size_t step = n < kHugePageBytes ? (64u << 10) : kHugePageBytes;
+  const size_t step = n < kPoolMinBytes ? 4096 : n < kHugePageBytes ? (64u << 10) : kHugePageBytes;
   return (n + step - 1) / step * step;
 }
 
@@ -350,7 +351,7 @@ std::shared_ptr<std::byte[]> allocate_buffer(size_t n) {
 }
 
 std::shared_ptr<std::byte[]> allocate_fill_buffer(size_t n) {
-  if (n < kPoolMinBytes) return std::shared_ptr<std::byte[]>(new std::byte[n]);
+  if (n < kFillMinBytes) return std::shared_ptr<std::byte[]>(new std::byte[n]);
   Arena* a = arena();
   if (a == nullptr) return allocate_buffer(n);
   const uint64_t gen = g_arena_generation.load();

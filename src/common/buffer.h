@@ -34,6 +34,9 @@ namespace warmfs {
 inline constexpr size_t kHugePageBytes = 2u << 20;
 // Smaller buffers (a small object's chunk, a listing) come from the heap.
 inline constexpr size_t kPoolMinBytes = 256u << 10;
+// Fill buffers this small come from the heap: for them the file's bookkeeping costs more than
+// the page faults it saves. Above it, a small object's chunk also lands in the memory file.
+inline constexpr size_t kFillMinBytes = 16u << 10;
 // What the pool keeps at most: enough to hand memory from evicted chunks to new fetches.
 inline constexpr size_t kPoolMaxBytes = 32u << 20;
 

@@ -102,6 +102,25 @@ TEST_CASE("a fill buffer holds what fill_buffer put in, read in place or from it
   CHECK(out == src);
 }
 
+TEST_CASE("a small object's fill buffer lands in the memory file too; a tiny one on the heap",
+          "[buffer]") {
+  // A 64 KiB object is one chunk: its download is a fill buffer of 64 KiB, which goes in by
+  // pwrite like a large one (fresh heap pages would be faulted in one by one).
+  const uint64_t base = buffer_pool_stats().file_bytes;
+  std::vector<std::byte> src(64u << 10);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(static_cast<uint8_t>(i * 13));
+  auto small = allocate_fill_buffer(src.size());
+  REQUIRE(buffer_file(small.get()).has_value());
+  fill_buffer(small.get(), src.data(), src.size());
+  CHECK(std::memcmp(small.get(), src.data(), src.size()) == 0);
+  // Its size class is a whole number of pages, not a 64 KiB step: 20 KiB takes 20 KiB.
+  auto odd = allocate_fill_buffer(20u << 10);
+  REQUIRE(buffer_file(odd.get()).has_value());
+  CHECK(buffer_pool_stats().file_bytes - base <= (64u << 10) + (20u << 10));
+  auto tiny = allocate_fill_buffer(kFillMinBytes - 1);
+  CHECK_FALSE(buffer_file(tiny.get()).has_value());
+}
+
 TEST_CASE("pages released from a fill buffer leave its memory file", "[buffer]") {
   const size_t n = 8u << 20;
   std::vector<std::byte> src(n, std::byte{0x5a});
