@@ -342,7 +342,9 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   is O_DIRECT on the local disk.
   The origin limit does 4 threads of 4 KiB range GETs on kept-alive connections.
 - small: walk the tree and read every file with 8 threads (files/s, the walk included).
-  The origin limit lists, then GETs with `curl -Z --parallel-max 8`.
+  The origin limit lists, then GETs with `curl -Z --parallel-max 64`, as many GETs in flight
+  as warmfs's fetch threads (one GET per file is latency bound; the figure with 8 in flight,
+  the readers' own parallelism, is `files_per_s_at_8` in the JSON line).
 - ls: `ls -lR` of `small/`; warmfs's LIST/HEAD/GET counts come from `warmfs stats --json`
   (L/H/G in the cell). The origin limit is a LIST-with-delimiter walk of the same tree.
 - tar: Python's `tarfile` in stream mode over each shard in order, every member read, samples

@@ -405,10 +405,15 @@ class Bench:
             return {"value": r["iops"], "unit": "IOPS", "p50_us": r["p50_us"], "p99_us": r["p99_us"],
                     "reads": r["reads"], "tool": r["tool"]}
         if workload == "small":
+            # At the readers' parallelism (8) the origin looks slower than it is: one GET per
+            # file is latency bound. The limit is taken with as many GETs in flight as
+            # warmfs's fetch threads (64); the figure at 8 is kept beside it.
             lsecs, n, _ = self.origin_list("small/", timeout)
-            secs = lsecs + self.curl_many(s.small_keys(), 8, timeout)
+            at8 = lsecs + self.curl_many(s.small_keys(), 8, timeout)
+            secs = lsecs + self.curl_many(s.small_keys(), 64, timeout)
             return {"value": n / secs, "unit": "files/s", "files": n, "seconds": secs,
-                    "tool": "LIST, then curl -Z --parallel-max 8"}
+                    "files_per_s_at_8": n / at8,
+                    "tool": "LIST, then curl -Z --parallel-max 64 (at 8: files_per_s_at_8)"}
         if workload == "ls":
             secs, n, req = self.origin_list("small/", timeout)
             return {"value": secs, "unit": "s", "files": n, "list_requests": req,
