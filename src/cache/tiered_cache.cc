@@ -1,12 +1,27 @@
 #include "cache/tiered_cache.h"
 
+#include <algorithm>
+
 namespace warmfs {
 
 ChunkPtr TieredCache::get(const ChunkKey& key) {
   if (ChunkPtr c = upper_.get(key)) return c;
   ChunkPtr c = lower_.get(key);
-  if (c) upper_.put(key, c);
+  if (c && promote(key)) upper_.put(key, c);
   return c;
+}
+
+bool TieredCache::promote(const ChunkKey& key) {
+  if (options_.promote_after_second_hit == 0) return true;
+  const uint64_t h = ChunkKeyHash{}(key);
+  std::lock_guard lock(seen_mu_);
+  if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
+  if (seen_new_.size() >= std::max<size_t>(options_.promote_after_second_hit / 2, 1)) {
+    seen_old_ = std::move(seen_new_);
+    seen_new_.clear();
+  }
+  seen_new_.insert(h);
+  return false;
 }
 
 void TieredCache::put(const ChunkKey& key, ChunkPtr chunk) {

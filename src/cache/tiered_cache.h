@@ -2,7 +2,14 @@
 // (SSD).
 //
 // get() asks the upper tier, then the lower one; a lower hit is put into the upper tier so
-// the next read is fast. put() goes to both (the SSD tier only queues it, so this does not
+// the next read is fast, either at once or, with promote_after_second_hit set, only when the
+// same chunk was also hit in the lower tier not long before (among the last that many lower
+// hits). The second is for memory over an SSD tier: a pass over more data than memory holds
+// (four 1 GiB objects through a 2 GiB memory tier) would otherwise put every chunk it reads
+// into memory, evicting the one read before it, so memory turns over at the read rate and
+// every SSD read lands in freshly mapped pages; read once, a chunk is served and let go, and
+// its buffer is reused for the next read. A chunk read again soon (random reads, a second
+// pass that fits) is promoted on its second hit. put() goes to both (the SSD tier only queues it, so this does not
 // wait on the disk). Each tier keeps counting its own hits and misses, available from the
 // tiers themselves; counters() here describes the stack as one cache to its callers (a hit
 // in either tier is a hit; sizes and failures are summed).
@@ -10,15 +17,28 @@
 // Holds references: both tiers must outlive it. Thread safe when both tiers are.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_set>
+
 #include "cache/block_cache.h"
 
 namespace warmfs {
 
 class TieredCache final : public BlockCache {
  public:
-  TieredCache(BlockCache& upper, BlockCache& lower) : upper_(upper), lower_(lower) {}
+  struct Options {
+    // 0: every lower hit is promoted. Else: promoted on a second lower hit among about this
+    // many recent ones (twice the chunks the upper tier holds is a good size).
+    size_t promote_after_second_hit = 0;
+  };
+  TieredCache(BlockCache& upper, BlockCache& lower) : TieredCache(upper, lower, Options{}) {}
+  TieredCache(BlockCache& upper, BlockCache& lower, Options options)
+      : upper_(upper), lower_(lower), options_(options) {}
 
-  // The upper tier's chunk, else the lower tier's (then also put into the upper tier).
+  // The upper tier's chunk, else the lower tier's (then also put into the upper tier, as
+  // Options say).
   ChunkPtr get(const ChunkKey& key) override;
   // Puts into both tiers.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
@@ -34,8 +54,16 @@ class TieredCache final : public BlockCache {
   BlockCache& lower() { return lower_; }
 
  private:
+  // True when key should go up now: always without a window; else on its second lower hit.
+  bool promote(const ChunkKey& key);
+
   BlockCache& upper_;
   BlockCache& lower_;
+  const Options options_;
+  std::mutex seen_mu_;  // protects the two sets below
+  // Hashes of chunks hit once in the lower tier lately, in two generations: when the newer
+  // holds half the window, it becomes the older and the older is dropped.
+  std::unordered_set<uint64_t> seen_new_, seen_old_;
 };
 
 }  // namespace warmfs

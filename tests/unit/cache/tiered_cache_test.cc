@@ -61,3 +61,33 @@ TEST_CASE("tiered cache over memory and ssd survives losing the memory tier", "[
   CHECK((*ssd)->counters().hits == 1);
   CHECK(fresh.get(key_of(0)) == got);  // promoted
 }
+
+TEST_CASE("with promote_after_second_hit, a lower hit goes up only when read again soon",
+          "[tiered]") {
+  MemoryCache upper({.capacity_bytes = 1 << 20, .shards = 1});
+  MemoryCache lower({.capacity_bytes = 1 << 20, .shards = 1});
+  TieredCache tiers(upper, lower, {.promote_after_second_hit = 4});
+  for (uint64_t i = 0; i < 8; ++i) lower.put(key_of(i), chunk_of(4096, static_cast<int>(i)));
+
+  // Read once: served from the lower tier, not copied up.
+  ChunkPtr first = tiers.get(key_of(0));
+  REQUIRE(first != nullptr);
+  CHECK(first->bytes == lower.get(key_of(0))->bytes);
+  CHECK(upper.get(key_of(0)) == nullptr);
+  // Read again while it is remembered: copied up, and the next read is the upper tier's.
+  CHECK(tiers.get(key_of(0)) != nullptr);
+  CHECK(upper.get(key_of(0)) != nullptr);
+  const uint64_t lower_hits = lower.counters().hits;
+  CHECK(tiers.get(key_of(0)) != nullptr);
+  CHECK(lower.counters().hits == lower_hits);
+
+  // A scan longer than the window: nothing of it is remembered by its next pass, so a
+  // second pass is served from the lower tier again and memory holds none of it.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (uint64_t i = 1; i < 8; ++i) CHECK(tiers.get(key_of(i)) != nullptr);
+  }
+  for (uint64_t i = 1; i < 8; ++i) CHECK(upper.get(key_of(i)) == nullptr);
+  // Within the window, a re-read promotes.
+  CHECK(tiers.get(key_of(7)) != nullptr);
+  CHECK(upper.get(key_of(7)) != nullptr);
+}
