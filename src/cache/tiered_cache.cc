@@ -17,7 +17,7 @@ bool TieredCache::promote(const ChunkKey& key) {
   std::lock_guard lock(seen_mu_);
   if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
   if (seen_new_.size() >= std::max<size_t>(options_.promote_after_second_hit / 2, 1)) {
-    seen_old_ = std::move(seen_new_);
+    seen_old_.swap(seen_new_);  // the older generation is forgotten; its buckets are reused
     seen_new_.clear();
   }
   seen_new_.insert(h);

@@ -9,10 +9,10 @@
 // into memory, evicting the one read before it, so memory turns over at the read rate and
 // every SSD read lands in freshly mapped pages; read once, a chunk is served and let go, and
 // its buffer is reused for the next read. A chunk read again soon (random reads, a second
-// pass that fits) is promoted on its second hit. put() goes to both (the SSD tier only queues it, so this does not
-// wait on the disk). Each tier keeps counting its own hits and misses, available from the
-// tiers themselves; counters() here describes the stack as one cache to its callers (a hit
-// in either tier is a hit; sizes and failures are summed).
+// pass that fits) is promoted on its second hit. put() goes to both (the SSD tier only
+// queues it, so this does not wait on the disk). Each tier keeps counting its own hits and
+// misses, available from the tiers themselves; counters() here describes the stack as one
+// cache to its callers (a hit in either tier is a hit; sizes and failures are summed).
 //
 // Holds references: both tiers must outlive it. Thread safe when both tiers are.
 #pragma once

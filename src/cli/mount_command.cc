@@ -217,7 +217,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
                                                       budget.ssd_queue_bytes, clock));
     // SSD hits go up into memory on their second hit (tiered_cache.h): a pass over more than
     // memory holds is served from the disk without turning memory over. Four 1 GiB objects
-    // read from the SSD tier through a 2 GiB memory tier: 1,814 against 1,093 MB/s.
+    // read from the SSD tier through a 2 GiB memory tier: 1,368-1,552 MB/s against 918-1,093
+    // when every hit was promoted (docs/benchmark-misses.md).
     TieredCache::Options to;
     to.promote_after_second_hit =
         std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
