@@ -217,7 +217,8 @@ std::string Filesystem::stats_json() const {
   auto ratio = [](uint64_t hits, uint64_t misses) {
     return hits + misses == 0 ? 0.0 : double(hits) / double(hits + misses);
   };
-  j["memory_hit_bytes"] = mc.hit_bytes;
+  // Bytes served to readers from memory (the tier counts whole chunks per lookup).
+  j["memory_hit_bytes"] = rc.memory_served_bytes;
   j["memory_hit_ratio"] = ratio(mc.hits, mc.misses);
   const BlockCacheCounters dc = disk_cache_ != nullptr ? disk_cache_->counters() : BlockCacheCounters{};
   j["disk_cache"] = disk_cache_ != nullptr;

@@ -288,6 +288,7 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
 ReadPathCounters ChunkFetcher::counters() const {
   ReadPathCounters c;
   c.cache_hit_bytes = cache_hit_bytes_.load(std::memory_order_relaxed);
+  c.memory_served_bytes = memory_served_bytes_.load(std::memory_order_relaxed);
   c.fetched_bytes = fetched_bytes_.load(std::memory_order_relaxed);
   c.fetch_requests = fetch_requests_.load(std::memory_order_relaxed);
   c.prefetched_chunks = prefetched_.load(std::memory_order_relaxed);

@@ -120,6 +120,10 @@ class ChunkFetcher {
   }
   // A prefetched chunk dropped unread.
   void count_wasted() { prefetch_wasted_.fetch_add(1, std::memory_order_relaxed); }
+  // Bytes a reader served from chunks it found in memory.
+  void count_served_from_memory(uint64_t n) {
+    if (n != 0) memory_served_bytes_.fetch_add(n, std::memory_order_relaxed);
+  }
 
   // Fails queued fetches with kCancelled and joins the threads (running GETs finish first).
   void shutdown();
@@ -164,6 +168,7 @@ class ChunkFetcher {
   // slows to match instead of piling up chunks in memory.
   std::atomic<uint64_t> handoff_bytes_{0};
   std::atomic<uint64_t> cache_hit_bytes_{0};
+  std::atomic<uint64_t> memory_served_bytes_{0};
   std::atomic<uint64_t> fetched_bytes_{0};
   std::atomic<uint64_t> fetch_requests_{0};
   std::atomic<uint64_t> prefetched_{0};

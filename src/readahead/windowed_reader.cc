@@ -63,8 +63,10 @@ Result<size_t> WindowedReader::read_slices(uint64_t offset, uint64_t length,
     plan_locked(offset, end, first, last);
   }
   size_t total = 0;
+  uint64_t from_memory = 0;
   for (uint64_t i = first; i <= last; ++i) {
-    Result<ChunkPtr> chunk = obtain(i);
+    bool in_memory = false;
+    Result<ChunkPtr> chunk = obtain(i, &in_memory);
     if (!chunk.is_ok()) {
       drop_unread_after(i, last);
       out.clear();
@@ -75,7 +77,9 @@ Result<size_t> WindowedReader::read_slices(uint64_t offset, uint64_t length,
     const uint64_t to = std::min(end, base + chunk_length(i)) - base;
     out.push_back(ChunkSlice{std::move(chunk).value(), static_cast<size_t>(from), static_cast<size_t>(to - from)});
     total += to - from;
+    if (in_memory) from_memory += to - from;
   }
+  fetcher_->count_served_from_memory(from_memory);
   {
     // Drop what this read has gone past; the chunk it ended in stays for the next read.
     std::lock_guard lock(mu_);
@@ -159,6 +163,7 @@ bool WindowedReader::ensure_demand_locked(uint64_t index) {
   ChunkRef ref = fetcher_->acquire(key_, chunk_length(index), ChunkFetcher::Mode::kDemand);
   const bool miss = !ref.chunk;
   Slot slot;
+  slot.in_memory = !miss;
   slot.chunk = std::move(ref.chunk);
   slot.fetch = std::move(ref.fetch);
   slots_.emplace(index, std::move(slot));
@@ -180,6 +185,7 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
     ChunkRef ref = fetcher_->acquire(key_, chunk_length(i), ChunkFetcher::Mode::kJoin);
     if (ref.empty()) break;
     Slot slot;
+    slot.in_memory = ref.chunk != nullptr;
     slot.chunk = std::move(ref.chunk);
     slot.fetch = std::move(ref.fetch);
     slots_.emplace(i, std::move(slot));
@@ -208,6 +214,7 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
     Slot slot;
     slot.charged_bytes = ref.charged_bytes;
     slot.prefetched = ref.charged_bytes > 0;
+    slot.in_memory = ref.chunk != nullptr;
     slot.chunk = std::move(ref.chunk);
     slot.fetch = std::move(ref.fetch);
     slots_.emplace(i, std::move(slot));
@@ -216,7 +223,7 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
   if (!pending.empty()) fetcher_->submit(std::move(pending));
 }
 
-Result<ChunkPtr> WindowedReader::obtain(uint64_t index) {
+Result<ChunkPtr> WindowedReader::obtain(uint64_t index, bool* in_memory) {
   std::shared_ptr<FetchState> fetch;
   // Takes the slot's chunk or fetch, starting a demand fetch if the slot is gone (a seek by a
   // concurrent read of this handle may have dropped it).
@@ -230,6 +237,8 @@ Result<ChunkPtr> WindowedReader::obtain(uint64_t index) {
     fetcher_->release(s.charged_bytes);  // read now: no longer ahead
     s.charged_bytes = 0;
     s.prefetched = false;
+    *in_memory = s.in_memory;
+    s.in_memory = true;  // a later read of this chunk finds it here
     fetch = s.fetch;
     return s.chunk;
   };

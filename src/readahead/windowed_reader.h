@@ -49,6 +49,9 @@ class WindowedReader final : public Reader {
     std::shared_ptr<FetchState> fetch;  // in flight (or finished: its chunk or status)
     uint64_t charged_bytes = 0;         // read-ahead budget, returned at first use
     bool prefetched = false;            // started by read-ahead and not yet used
+    // The chunk was in memory when this reader asked for it, or has been read once since
+    // it arrived: its bytes count as served from memory (ReadPathCounters).
+    bool in_memory = false;
   };
 
   uint64_t chunk_length(uint64_t index) const;
@@ -63,8 +66,9 @@ class WindowedReader final : public Reader {
   // After a read failed at chunk `failed`: drops the slots in (failed, last] that it left
   // unread and unresolved. Takes mu_.
   void drop_unread_after(uint64_t failed, uint64_t last);
-  // Waits for chunk index; retries a failed prefetch once as a demand fetch.
-  Result<ChunkPtr> obtain(uint64_t index);
+  // Waits for chunk index; retries a failed prefetch once as a demand fetch. *in_memory says
+  // whether the chunk was at hand in memory (see Slot::in_memory).
+  Result<ChunkPtr> obtain(uint64_t index, bool* in_memory);
 
   // How far behind the stream's head a read may start and still belong to it.
   static constexpr uint64_t kReorderSlackChunks = 8;
