@@ -324,6 +324,15 @@ int SsdCache::direct_fd_locked(uint32_t r) {
   return direct_fds_[r].get();
 }
 
+bool SsdCache::writes_from_memory_file(const Chunk& chunk) {
+  // O_DIRECT needs the bytes' address and length aligned to the device's blocks; a chunk of a
+  // range GET is a whole number of pages at a page-aligned place in the memory file, except
+  // an object's last, short chunk (written by copy, like heap chunks).
+  const auto addr = reinterpret_cast<uintptr_t>(chunk.bytes.data());
+  return !chunk.bytes.empty() && chunk.bytes.size() % kDirectAlign == 0 &&
+         addr % kDirectAlign == 0 && buffer_file(chunk.bytes.data()).has_value();
+}
+
 void SsdCache::write_one(const Pending& p) {
   std::lock_guard write_lock(write_mu_);
   if (degraded()) {
@@ -367,8 +376,6 @@ void SsdCache::write_one(const Pending& p) {
   }
   const ssd_record::Trailer trailer =
       ssd_record::encode({len, chunk.crc32c, ssd_record::key_crc(enc), pl.gen});
-  // The record (bytes, then trailer, then zeros to the alignment) in one write: one request
-  // to the disk, not two.
   if (write_buf_bytes_ < padded) {
     const size_t cap = std::max<size_t>(padded, kDefaultChunkSize + kDirectAlign);
     write_buf_.reset(static_cast<std::byte*>(std::aligned_alloc(kDirectAlign, cap)));
@@ -376,17 +383,36 @@ void SsdCache::write_one(const Pending& p) {
     if (!write_buf_) return fail(Status(Errc::kNoSpace, "out of memory"), "write buffer");
   }
   std::byte* buf = write_buf_.get();
-  copy_from_buffer(buf, chunk.bytes.data(), len);  // pread for a fill buffer: no page mapped
-  std::memcpy(buf + len, trailer.data(), trailer.size());
-  std::memset(buf + record, 0, padded - record);
+  // The record (bytes, then trailer, then zeros to the alignment) in buf, for one write.
+  auto whole_record = [&] {
+    copy_from_buffer(buf, chunk.bytes.data(), len);  // pread for a fill buffer: no page mapped
+    std::memcpy(buf + len, trailer.data(), trailer.size());
+    std::memset(buf + record, 0, padded - record);
+  };
   const int direct = pl.offset % kDirectAlign == 0 ? direct_fd_locked(pl.region) : -1;
-  Status written = direct >= 0 ? io_->write_at(direct, std::span(buf, padded), pl.offset)
-                               : io_->write_at(fd, std::span(buf, record), pl.offset);
+  Status written;
+  if (direct >= 0 && writes_from_memory_file(chunk)) {
+    // A chunk of a download, whole pages of the memory file: the disk takes its bytes from
+    // there (the kernel pins the pages; no copy), then the trailer's block. Two requests,
+    // against a copy of the chunk that cost the writer two thirds of its CPU in a cold read
+    // (docs/benchmark-misses.md, "Cold sequential").
+    std::memcpy(buf, trailer.data(), trailer.size());
+    std::memset(buf + trailer.size(), 0, padded - record);
+    written = io_->write_at(direct, chunk.bytes, pl.offset);
+    if (written.is_ok()) {
+      written = io_->write_at(direct, std::span(buf, padded - len), pl.offset + len);
+    }
+  } else {
+    whole_record();
+    written = direct >= 0 ? io_->write_at(direct, std::span(buf, padded), pl.offset)
+                          : io_->write_at(fd, std::span(buf, record), pl.offset);
+  }
   if (direct >= 0 && written.code() == Errc::kInvalidArgument) {
     // Opened, but the file system still refused the direct write: buffered from now on.
     log::info("ssd cache {}: O_DIRECT write refused ({}); writing through the page cache",
               options_.dir, written.message());
     direct_ok_ = false;
+    whole_record();
     written = io_->write_at(fd, std::span(buf, record), pl.offset);
   }
   if (!written.is_ok()) return fail(written, "write");

@@ -87,7 +87,8 @@ struct SsdCacheOptions {
   // the device's speed rather than at the page cache's writeback pace (which, on a busy
   // machine, was slower than a cold read), and chunk files do not fill the page cache twice
   // over the memory tier. Falls back to buffered writes, with one log line, where the file
-  // system refuses O_DIRECT. Reads stay buffered.
+  // system refuses O_DIRECT. A chunk that is whole pages of the memory file (a download's)
+  // is written from there, without a copy, and its trailer block after it.
   bool direct_writes = true;
 };
 
@@ -140,6 +141,8 @@ class SsdCache final : public BlockCache {
   // Writer thread (ssd_cache.cc).
   void writer_loop();
   void write_one(const Pending& p);
+  // True when chunk's bytes can go to the disk with O_DIRECT straight from the memory file.
+  static bool writes_from_memory_file(const Chunk& chunk);
   void drop_regions(const std::vector<EvictedRegion>& regions);
   void expire();
   // Drops key's entry (if still e) and its accounting.

@@ -1,15 +1,19 @@
 // The SSD tier's O_DIRECT I/O: records padded to 4 KiB, written and (when large) read around
 // the page cache, read back intact, recovered after a restart (also over records written without padding),
-// and a file system that refuses O_DIRECT gets buffered writes instead of errors.
+// a download's whole chunks written straight from the memory file, and a file system that
+// refuses O_DIRECT gets buffered writes instead of errors.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "cache/ssd_cache.h"
+#include "common/buffer.h"
 #include "support/fake_clock.h"
 #include "unit/cache/ssd_test_util.h"
 
@@ -179,4 +183,124 @@ TEST_CASE("a file system that refuses O_DIRECT writes gets buffered ones, not er
     REQUIRE(got);
     CHECK(std::memcmp(got->bytes.data(), chunks[i]->bytes.data(), kSizes[i]) == 0);
   }
+}
+
+namespace {
+
+// Chunks as a download makes them: slices of one fill buffer in the memory file, with the
+// bytes they should hold.
+struct Download {
+  std::vector<std::byte> bytes;
+  std::vector<ChunkPtr> chunks;
+};
+
+Download download_of(const std::vector<size_t>& sizes, uint64_t seed) {
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  Download d;
+  d.bytes = random_bytes(total, seed);
+  std::shared_ptr<std::byte[]> buf = allocate_fill_buffer(total);
+  fill_buffer(buf.get(), d.bytes.data(), total);
+  size_t at = 0;
+  for (size_t n : sizes) {
+    d.chunks.push_back(make_chunk_slice(buf, at, n));
+    at += n;
+  }
+  return d;
+}
+
+// Forwards to pread/pwrite, and remembers where each write's bytes came from; refuses the
+// first `refuse` O_DIRECT writes with EINVAL, like a file system without O_DIRECT writes.
+class RecordingIo final : public io::FileIo {
+ public:
+  explicit RecordingIo(int refuse = 0) : refuse_(refuse) {}
+  Result<size_t> read_at(int fd, std::span<std::byte> out, uint64_t offset) override {
+    return inner_->read_at(fd, out, offset);
+  }
+  Status write_at(int fd, std::span<const std::byte> data, uint64_t offset) override {
+    {
+      std::lock_guard lock(mu_);
+      if ((::fcntl(fd, F_GETFL) & O_DIRECT) != 0 && refuse_ > 0) {
+        --refuse_;
+        return io::errno_status(EINVAL, "pwrite");
+      }
+      sources_.push_back(data.data());
+    }
+    return inner_->write_at(fd, data, offset);
+  }
+  bool uses_io_uring() const override { return false; }
+  bool wrote_from(const std::byte* p) const {
+    std::lock_guard lock(mu_);
+    return std::find(sources_.begin(), sources_.end(), p) != sources_.end();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int refuse_;
+  std::vector<const std::byte*> sources_;
+  std::unique_ptr<io::FileIo> inner_ = io::make_posix_file_io();
+};
+
+}  // namespace
+
+TEST_CASE("direct writes take a download's whole pages straight from the memory file", "[ssd]") {
+  TempDir tmp;
+  FakeClock clock;
+  // Two whole chunks, then an object's short last chunk (not a whole number of blocks).
+  const std::vector<size_t> sizes = {1 << 20, 1 << 20, 100'000};
+  const Download d = download_of(sizes, 400);
+  auto io = std::make_shared<RecordingIo>();
+  SsdCacheOptions o = direct_options(tmp);
+  o.io = io;
+  uint64_t padded = 0;
+  {
+    auto cache = open_ok(o, clock);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      cache->put(key_of(i), d.chunks[i]);
+      padded += (sizes[i] + 32 + kAlign - 1) / kAlign * kAlign;
+    }
+    cache->flush();
+    CHECK(cache->counters().errors == 0);
+    CHECK(cache->counters().inserted_bytes == sizes[0] + sizes[1] + sizes[2]);
+  }
+  // The whole chunks went to the disk from their own pages; the short one by a copy.
+  CHECK(io->wrote_from(d.chunks[0]->bytes.data()));
+  CHECK(io->wrote_from(d.chunks[1]->bytes.data()));
+  CHECK_FALSE(io->wrote_from(d.chunks[2]->bytes.data()));
+  CHECK(region_file_bytes(tmp.cache()) == padded);
+  // Read back (after a restart, from the index and the trailers on disk): the same bytes.
+  auto cache = open_ok(direct_options(tmp), clock);
+  size_t at = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    INFO("chunk " << i);
+    ChunkPtr got = cache->get(key_of(i));
+    REQUIRE(got);
+    REQUIRE(got->bytes.size() == sizes[i]);
+    CHECK(std::memcmp(got->bytes.data(), d.bytes.data() + at, sizes[i]) == 0);
+    at += sizes[i];
+  }
+  CHECK(cache->counters().corrupt_chunks == 0);
+}
+
+TEST_CASE("a refused direct write of a download's pages is written whole through the page cache",
+          "[ssd]") {
+  TempDir tmp;
+  FakeClock clock;
+  const std::vector<size_t> sizes = {1 << 20, 1 << 20};
+  const Download d = download_of(sizes, 500);
+  auto io = std::make_shared<RecordingIo>(/*refuse=*/1);
+  SsdCacheOptions o = direct_options(tmp);
+  o.io = io;
+  auto cache = open_ok(o, clock);
+  for (size_t i = 0; i < sizes.size(); ++i) cache->put(key_of(i), d.chunks[i]);
+  cache->flush();
+  CHECK(cache->counters().errors == 0);
+  CHECK_FALSE(cache->degraded());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    INFO("chunk " << i);
+    ChunkPtr got = cache->get(key_of(i));
+    REQUIRE(got);
+    CHECK(std::memcmp(got->bytes.data(), d.bytes.data() + i * sizes[0], sizes[i]) == 0);
+  }
+  CHECK(cache->counters().corrupt_chunks == 0);
 }
