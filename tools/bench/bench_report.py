@@ -310,7 +310,7 @@ NOTES = """
 ```sh
 bash tools/lib/install-deps.sh && bash tools/lib/install-bench-deps.sh   # s3fs, rclone, fio, matplotlib
 ninja -C build                                   # warmfs and build/tools/fuse-ceiling/fuse-ceiling
-tools/bench/run                                  # everything (~35 min; data made once, ~5.75 GiB)
+tools/bench/run                                  # everything (~11 min; data made once, ~5.75 GiB, ~3 min)
 tools/bench/run --only ckpt --systems warmfs,origin   # one workload again; merged into the table
 tools/bench/run --only seq,small --systems warmfs,s3fs
 tools/bench/run --smoke                          # tiny sizes, warmfs only, < 60 s (CI runs this)

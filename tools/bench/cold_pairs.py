@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Cold sequential reads of one object, systems alternated, with each process's CPU per pass.
+
+    python3 tools/bench/cold_pairs.py [--order warmfs,s3fs,warmfs-mem,...] [--key big/obj-0.bin]
+
+Uses the data set and origin of `tools/bench/run` (run that once first: it makes the data). For
+each entry of --order: a fresh mount with an empty cache, the page cache dropped, the origin's
+copy of the object read back into the page cache (so the origin serves from memory, as in the
+harness), then `dd bs=1M` of the object through the mount. Prints MB/s and the CPU seconds
+that s3rver (node), tools/s3proxy and the filesystem's daemon spent on the pass, read from
+/proc/PID/stat before and after. On a machine where the origin needs a whole core, the
+daemon's CPU per GiB is what a filesystem can still change; alternating the systems spreads
+the machine's drift over all of them.
+
+Systems: warmfs (as the harness mounts it, with the SSD tier), warmfs-mem (memory tier only:
+what filling the SSD tier costs during a cold read), s3fs, and warmfs@PATH (the binary at PATH,
+mounted as warmfs is: two builds alternated). Root only (mounts, cache drops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "tests"))
+
+import bench_origin  # noqa: E402
+import bench_systems  # noqa: E402
+from benchlib import harness  # noqa: E402
+
+
+class WarmfsMemoryOnly(bench_systems.Warmfs):
+    name = "warmfs-mem"
+
+    def _start(self) -> None:
+        harness.require("warmfs", "fuse")
+        args = ["mount", "s3://bench", str(self.mnt), "--endpoint", self.origin.endpoint,
+                "--path-style", "--region", "us-east-1", "--log-file", str(self.log),
+                "--memory-cache-size", f"{self.memory_cache_mib}M", *self.extra_args]
+        run = harness.run_cli(args, self.env(), timeout=bench_systems.MOUNT_TIMEOUT)
+        if run.rc != 0:
+            raise RuntimeError(f"warmfs mount failed:\n{run.describe()}")
+        self.daemon_pid = int(os.getxattr(self.mnt, "user.warmfs.pid").decode().strip())
+
+
+class WarmfsBinary(bench_systems.Warmfs):
+    """warmfs from another binary: every warmfs command it runs uses that binary."""
+
+    def __init__(self, binary: str, *a, **kw):
+        super().__init__(*a, **kw)
+        self.binary = Path(binary)
+        self.dir = self.dir.with_name("warmfs-" + self.binary.name)
+        self.mnt, self.cache, self.home = self.dir / "mnt", self.dir / "cache", self.dir / "home"
+
+    def _with_binary(self, fn):
+        saved = harness.WARMFS
+        harness.WARMFS = self.binary
+        try:
+            return fn()
+        finally:
+            harness.WARMFS = saved
+
+    def mount(self) -> None:
+        self._with_binary(super().mount)
+
+    def unmount(self) -> None:
+        self._with_binary(super().unmount)
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--order", default="warmfs,s3fs,warmfs-mem,s3fs,warmfs,warmfs-mem",
+                    help="systems, comma-separated, in the order measured")
+    ap.add_argument("--key", default="big/obj-0.bin")
+    ap.add_argument("--data-dir", default="/var/tmp/warmfs-bench/full")
+    ap.add_argument("--work", default="/var/tmp/warmfs-bench/cold-pairs")
+    ap.add_argument("--first-byte-ms", type=float, default=15.0)
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("cold_pairs: needs root (mounts, page-cache drops)", file=sys.stderr)
+        return 2
+    data = Path(a.data_dir)
+    if not (data / "manifest.json").exists():
+        print(f"cold_pairs: no data set in {data}; run tools/bench/run once first", file=sys.stderr)
+        return 2
+    work = Path(a.work)
+    logs = work / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    kinds = {"warmfs": bench_systems.Warmfs, "warmfs-mem": WarmfsMemoryOnly, "s3fs": bench_systems.S3fs}
+    order = a.order.split(",")
+    unknown = [n for n in order if n not in kinds and not n.startswith("warmfs@")]
+    if unknown:
+        print(f"cold_pairs: unknown system(s) {', '.join(unknown)}; known: {', '.join(kinds)}",
+              file=sys.stderr)
+        return 2
+    origin = bench_origin.Origin(data, logs, a.first_byte_ms, 0.0)
+    systems = {}
+    origin.start()
+    try:
+        systems = {n: (WarmfsBinary(n.split("@", 1)[1], work, origin, logs, []) if "@" in n
+                       else kinds[n](work, origin, logs, [])) for n in set(order)}
+        size = origin.object_path(a.key).stat().st_size
+        width = max(11, *(len(n) for n in order))
+        print(f"{'system':{width}s} {'MB/s':>6s}  CPU s/GiB: {'node':>5s} {'proxy':>5s} {'daemon':>6s}",
+              flush=True)
+        for name in order:
+            s = systems[name]
+            s.mount()
+            subprocess.run("sync; echo 3 > /proc/sys/vm/drop_caches", shell=True, check=True)
+            subprocess.run(["cat", str(origin.object_path(a.key))], stdout=subprocess.DEVNULL,
+                           check=True)
+            daemon = s.pids()[0] if s.pids() else 0
+            pids = (origin.s3rver.pid, origin.proxy.pid, daemon)
+            before = [cpu_seconds(p) for p in pids]
+            t0 = time.monotonic()
+            subprocess.run(["dd", f"if={s.mnt}/{a.key}", "of=/dev/null", "bs=1M"],
+                           capture_output=True, check=True)
+            dt = time.monotonic() - t0
+            per_gib = [(cpu_seconds(p) - b) * (1 << 30) / size for p, b in zip(pids, before)]
+            print(f"{name:{width}s} {size / dt / 1e6:6.0f}  CPU s/GiB: {per_gib[0]:5.2f} "
+                  f"{per_gib[1]:5.2f} {per_gib[2]:6.2f}", flush=True)
+            s.unmount()
+    finally:
+        for s in systems.values():
+            s.unmount()
+        origin.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
