@@ -327,9 +327,11 @@ int SsdCache::direct_fd_locked(uint32_t r) {
 bool SsdCache::writes_from_memory_file(const Chunk& chunk) {
   // O_DIRECT needs the bytes' address and length aligned to the device's blocks; a chunk of a
   // range GET is a whole number of pages at a page-aligned place in the memory file, except
-  // an object's last, short chunk (written by copy, like heap chunks).
+  // an object's last, short chunk (written by copy, like heap chunks). A small chunk is
+  // copied too: its copy costs less than the second request (4,000 cold 64 KiB files, two
+  // alternated pairs: 810 and 819 files/s copied, 765 and 644 written from the file).
   const auto addr = reinterpret_cast<uintptr_t>(chunk.bytes.data());
-  return !chunk.bytes.empty() && chunk.bytes.size() % kDirectAlign == 0 &&
+  return chunk.bytes.size() >= kMemoryFileWriteMinBytes && chunk.bytes.size() % kDirectAlign == 0 &&
          addr % kDirectAlign == 0 && buffer_file(chunk.bytes.data()).has_value();
 }
 

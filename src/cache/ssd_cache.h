@@ -87,8 +87,9 @@ struct SsdCacheOptions {
   // the device's speed rather than at the page cache's writeback pace (which, on a busy
   // machine, was slower than a cold read), and chunk files do not fill the page cache twice
   // over the memory tier. Falls back to buffered writes, with one log line, where the file
-  // system refuses O_DIRECT. A chunk that is whole pages of the memory file (a download's)
-  // is written from there, without a copy, and its trailer block after it.
+  // system refuses O_DIRECT. A chunk of kMemoryFileWriteMinBytes or more that is whole pages
+  // of the memory file (a download's) is written from there, without a copy, and its trailer
+  // block after it.
   bool direct_writes = true;
 };
 
@@ -96,6 +97,8 @@ class SsdCache final : public BlockCache {
  public:
   // Records start at multiples of this, so they can be written with O_DIRECT.
   static constexpr uint64_t kDirectAlign = 4096;
+  // Chunks this large and up are written from the memory file, without a copy.
+  static constexpr uint64_t kMemoryFileWriteMinBytes = 256 << 10;
 
   // Opens or creates the cache in options.dir and recovers its contents. Fails with a clear
   // message when the dir cannot be created or written, or is in use by another process.

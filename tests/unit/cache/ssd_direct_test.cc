@@ -246,8 +246,9 @@ class RecordingIo final : public io::FileIo {
 TEST_CASE("direct writes take a download's whole pages straight from the memory file", "[ssd]") {
   TempDir tmp;
   FakeClock clock;
-  // Two whole chunks, then an object's short last chunk (not a whole number of blocks).
-  const std::vector<size_t> sizes = {1 << 20, 1 << 20, 100'000};
+  // Two whole chunks, an object's short last chunk (not a whole number of blocks), and a
+  // small object's whole chunk (below kMemoryFileWriteMinBytes: copied).
+  const std::vector<size_t> sizes = {1 << 20, 1 << 20, 100'000, 64 << 10};
   const Download d = download_of(sizes, 400);
   auto io = std::make_shared<RecordingIo>();
   SsdCacheOptions o = direct_options(tmp);
@@ -261,12 +262,13 @@ TEST_CASE("direct writes take a download's whole pages straight from the memory 
     }
     cache->flush();
     CHECK(cache->counters().errors == 0);
-    CHECK(cache->counters().inserted_bytes == sizes[0] + sizes[1] + sizes[2]);
+    CHECK(cache->counters().inserted_bytes == sizes[0] + sizes[1] + sizes[2] + sizes[3]);
   }
-  // The whole chunks went to the disk from their own pages; the short one by a copy.
+  // The whole large chunks went to the disk from their own pages; the others by a copy.
   CHECK(io->wrote_from(d.chunks[0]->bytes.data()));
   CHECK(io->wrote_from(d.chunks[1]->bytes.data()));
   CHECK_FALSE(io->wrote_from(d.chunks[2]->bytes.data()));
+  CHECK_FALSE(io->wrote_from(d.chunks[3]->bytes.data()));
   CHECK(region_file_bytes(tmp.cache()) == padded);
   // Read back (after a restart, from the index and the trailers on disk): the same bytes.
   auto cache = open_ok(direct_options(tmp), clock);
