@@ -562,15 +562,18 @@ class Bench:
         import bench_systems
         bindir = self.work / "bin"
         bindir.mkdir(parents=True, exist_ok=True)
-        for src, setter in ((harness.WARMFS, lambda p: setattr(harness, "WARMFS", p)),
-                            (bench_systems.CEILING_BIN, lambda p: setattr(bench_systems, "CEILING_BIN", p))):
+        # Keyed by what the binary is, not its file name: WARMFS_BIN may name a copy elsewhere.
+        for name, src, setter in (
+                ("warmfs", harness.WARMFS, lambda p: setattr(harness, "WARMFS", p)),
+                ("fuse-ceiling", bench_systems.CEILING_BIN,
+                 lambda p: setattr(bench_systems, "CEILING_BIN", p))):
             for _ in range(60):  # a link in progress: wait for it
                 if src.exists():
                     break
                 time.sleep(5)
             if src.exists():
-                dst = bindir / src.name
-                self.binary_mtimes[src.name] = datetime.datetime.fromtimestamp(
+                dst = bindir / name
+                self.binary_mtimes[name] = datetime.datetime.fromtimestamp(
                     src.stat().st_mtime, datetime.timezone.utc).isoformat(timespec="seconds")
                 shutil.copy2(src, dst)
                 setter(dst)

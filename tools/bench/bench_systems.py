@@ -125,6 +125,8 @@ class Warmfs(MountedSystem):
     def version(self) -> str:
         rev = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"],
                              capture_output=True, text=True).stdout.strip()
+        if os.environ.get("WARMFS_BIN"):  # another build than this checkout's
+            return f"warmfs from {os.environ['WARMFS_BIN']} (checkout at {rev})"
         return f"warmfs {rev}"
 
     def env(self) -> dict:
