@@ -83,6 +83,21 @@ struct Fixture {
     CHECK(out.size() == size);
     return out;
   }
+
+  // Puts data at key and looks it up; returns its inode.
+  uint64_t put_and_resolve(const std::string& key, const std::string& data) {
+    bucket.put_object(key, data);
+    auto a = resolve(key);
+    REQUIRE(a.is_ok());
+    return a->ino;
+  }
+
+  // Opens ino and reads it whole in 1 MiB pieces, as a sequential reader does.
+  void read_file(uint64_t ino, uint64_t size) {
+    auto h = fs->open(ino, O_RDONLY);
+    REQUIRE(h.is_ok());
+    read_all(*h->handle, size, 1 << 20);
+  }
 };
 
 }  // namespace
@@ -174,21 +189,11 @@ TEST_CASE("keep_cache only while the ETag is unchanged", "[fs]") {
 TEST_CASE("stats JSON has the documented keys and counts bucket bytes once", "[fs]") {
   Fixture f;
   const std::string data = random_bytes(2 * kDefaultChunkSize, 3);
-  f.bucket.put_object("x", data);
-  auto a = f.resolve("x");
-  REQUIRE(a.is_ok());
-  {
-    auto h = f.fs->open(a->ino, O_RDONLY);
-    REQUIRE(h.is_ok());
-    f.read_all(*h->handle, data.size(), 1 << 20);
-  }
+  const uint64_t ino = f.put_and_resolve("x", data);
+  f.read_file(ino, data.size());
   // The cold pass waited for the bucket for every byte: none of it came from memory.
   CHECK(nlohmann::json::parse(f.fs->stats_json())["memory_hit_bytes"].get<uint64_t>() == 0);
-  {
-    auto h = f.fs->open(a->ino, O_RDONLY);
-    REQUIRE(h.is_ok());
-    f.read_all(*h->handle, data.size(), 1 << 20);
-  }
+  f.read_file(ino, data.size());
   auto j = nlohmann::json::parse(f.fs->stats_json());
   CHECK(j["bytes_read"].get<uint64_t>() == 2 * data.size());
   CHECK(j["bucket_bytes_read"].get<uint64_t>() == data.size());
@@ -201,22 +206,16 @@ TEST_CASE("stats JSON has the documented keys and counts bucket bytes once", "[f
   auto x = f.fs->getxattr(kRootIno, kStatsXattr);
   REQUIRE(x.is_ok());
   CHECK(nlohmann::json::parse(*x).contains("bytes_read"));
-  CHECK(f.fs->getxattr(a->ino, kStatsXattr).code() == Errc::kNotFound);
+  CHECK(f.fs->getxattr(ino, kStatsXattr).code() == Errc::kNotFound);
 }
 
 TEST_CASE("memory_hit_bytes counts the bytes served, not the chunks they came from", "[fs]") {
   Fixture f;
   const std::string data = random_bytes(4 * kDefaultChunkSize, 4);
-  f.bucket.put_object("x", data);
-  auto a = f.resolve("x");
-  REQUIRE(a.is_ok());
-  {
-    auto h = f.fs->open(a->ino, O_RDONLY);
-    REQUIRE(h.is_ok());
-    f.read_all(*h->handle, data.size(), 1 << 20);
-  }
+  const uint64_t ino = f.put_and_resolve("x", data);
+  f.read_file(ino, data.size());
   const auto before = nlohmann::json::parse(f.fs->stats_json());
-  auto h = f.fs->open(a->ino, O_RDONLY);
+  auto h = f.fs->open(ino, O_RDONLY);
   REQUIRE(h.is_ok());
   std::mt19937_64 rng(5);
   std::vector<std::byte> buf(4096);
