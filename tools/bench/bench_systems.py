@@ -116,6 +116,7 @@ class Warmfs(MountedSystem):
     name = "warmfs"
     has_stats = True
     memory_cache_mib = 2048
+    ssd_tier = True  # False: the memory tier only (tools/bench/cold_pairs.py's warmfs-mem)
 
     def __init__(self, *a, memory_cache_mib: int = 2048, **kw):
         super().__init__(*a, **kw)
@@ -136,8 +137,9 @@ class Warmfs(MountedSystem):
         harness.require("warmfs", "fuse")
         args = ["mount", f"s3://bench", str(self.mnt), "--endpoint", self.origin.endpoint,
                 "--path-style", "--region", "us-east-1", "--log-file", str(self.log),
-                "--memory-cache-size", f"{self.memory_cache_mib}M",
-                "--cache-dir", str(self.cache), "--cache-size", "16G", *self.extra_args]
+                "--memory-cache-size", f"{self.memory_cache_mib}M", *self.extra_args]
+        if self.ssd_tier:
+            args += ["--cache-dir", str(self.cache), "--cache-size", "16G"]
         run = harness.run_cli(args, self.env(), timeout=MOUNT_TIMEOUT)
         if run.rc != 0:
             raise RuntimeError(f"warmfs mount failed:\n{run.describe()}\n{harness._tail(self.log, 15)}")

@@ -37,16 +37,7 @@ from benchlib import harness  # noqa: E402
 
 class WarmfsMemoryOnly(bench_systems.Warmfs):
     name = "warmfs-mem"
-
-    def _start(self) -> None:
-        harness.require("warmfs", "fuse")
-        args = ["mount", "s3://bench", str(self.mnt), "--endpoint", self.origin.endpoint,
-                "--path-style", "--region", "us-east-1", "--log-file", str(self.log),
-                "--memory-cache-size", f"{self.memory_cache_mib}M", *self.extra_args]
-        run = harness.run_cli(args, self.env(), timeout=bench_systems.MOUNT_TIMEOUT)
-        if run.rc != 0:
-            raise RuntimeError(f"warmfs mount failed:\n{run.describe()}")
-        self.daemon_pid = int(os.getxattr(self.mnt, "user.warmfs.pid").decode().strip())
+    ssd_tier = False
 
 
 class WarmfsBinary(bench_systems.Warmfs):
