@@ -15,6 +15,10 @@ APT_PACKAGES=(
   libfmt-dev catch2 libpugixml-dev nlohmann-json3-dev libcli11-dev
   libmicrohttpd-dev  # the HTTP/1.1 server of `warmfs serve` (keep-alive, thread per connection, TLS)
   rsync  # the write tests copy trees into the mount with it
+  libsystemd-dev  # sd_notify: readiness and stop for systemd units of Type=notify
+  # Deployment checks: the Debian package (build, lint, man pages), the Prometheus endpoint
+  # (promtool), the Kubernetes manifests (yamllint).
+  debhelper dpkg-dev fakeroot lintian help2man prometheus yamllint python3-yaml
 )
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
