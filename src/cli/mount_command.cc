@@ -74,7 +74,8 @@ std::string env_or(const char* name, const std::string& fallback) {
 }
 
 // One line naming the cause of a failed first LIST, and what to do about it.
-std::string explain_check_failure(const Status& st, const std::string& what, const std::string& endpoint) {
+std::string explain_check_failure(const Status& st, const std::string& what, const S3Config& config) {
+  const std::string endpoint = config.endpoint.empty() ? "the S3 endpoint" : config.endpoint;
   const std::string& m = st.message();
   std::string hint;
   switch (st.code()) {
@@ -91,6 +92,12 @@ std::string explain_check_failure(const Status& st, const std::string& what, con
       break;
     case Errc::kUnavailable:
     case Errc::kTimeout:
+      // Virtual-hosted URLs need BUCKET.HOST to resolve; servers such as MinIO and Ceph
+      // often answer only on HOST.
+      if (!config.path_style && m.find("resolve host") != std::string::npos) {
+        return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network; if the endpoint " +
+               "does not answer " + config.bucket + ".HOST names, add --path-style)";
+      }
       return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network)";
     default:
       hint = "check --endpoint, --region and the credentials";
@@ -430,8 +437,7 @@ int run_mount(const MountArgs& a) {
     req.max_keys = 1;
     auto page = (*store)->list(req);
     if (!page.is_ok()) {
-      const std::string endpoint = (*store)->config().endpoint.empty() ? "the S3 endpoint" : (*store)->config().endpoint;
-      print_error(explain_check_failure(page.status(), what, endpoint));
+      print_error(explain_check_failure(page.status(), what, (*store)->config()));
       return kExitFailure;
     }
   }

@@ -34,6 +34,26 @@ bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last
   return parse_number(t, total) && *total > 0;
 }
 
+bool endpoint_needs_path_style(std::string_view host) {
+  if (host.starts_with("[")) return true;  // an IPv6 literal, [::1] or [::1]:9000
+  if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+  if (host == "localhost") return true;
+  // A dotted IPv4 address: four decimal numbers of at most three digits.
+  int parts = 0;
+  size_t digits = 0;
+  for (char c : host) {
+    if (c >= '0' && c <= '9') {
+      if (++digits > 3) return false;
+    } else if (c == '.' && digits > 0) {
+      ++parts;
+      digits = 0;
+    } else {
+      return false;
+    }
+  }
+  return digits > 0 && parts == 3;
+}
+
 Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Clock& clock) {
   if (config.bucket.empty()) return Status(Errc::kInvalidArgument, "S3 config: no bucket");
   if (config.region.empty()) return Status(Errc::kInvalidArgument, "S3 config: no region");
@@ -75,6 +95,7 @@ Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Cl
       (ep.scheme == "https" && host.ends_with(":443"))) {
     host.erase(host.rfind(':'));
   }
+  if (endpoint_needs_path_style(host)) config.path_style = true;
   ep.host = config.path_style ? host : config.bucket + "." + host;
   return std::unique_ptr<S3ObjectStore>(new S3ObjectStore(std::move(config), std::move(ep), clock));
 }

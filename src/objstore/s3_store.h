@@ -50,7 +50,9 @@ struct S3Config {
   std::string region = "us-east-1";
   std::string bucket;
   // Path-style URLs (endpoint/bucket/key) for local servers (MinIO, moto) and bucket names
-  // with dots; else virtual-hosted (bucket.host/key), which AWS prefers.
+  // with dots; else virtual-hosted (bucket.host/key), which AWS prefers. An endpoint whose
+  // host is an IP address or "localhost" is always path-style, as in the AWS SDKs: no name
+  // BUCKET.<address> can resolve (see endpoint_needs_path_style).
   bool path_style = false;
   // Send requests unsigned (public buckets); credentials are then ignored.
   bool anonymous = false;
@@ -194,6 +196,10 @@ class S3ObjectStore final : public ObjectStore {
   std::atomic<uint64_t> delete_requests_{0};
   std::atomic<uint64_t> multipart_requests_{0};
 };
+
+// True when host (as in a URL: "10.0.0.5:9000", "[::1]:9000", "localhost") can only be
+// addressed path-style: an IPv4 or IPv6 literal, or localhost.
+bool endpoint_needs_path_style(std::string_view host);
 
 // Parses "bytes a-b/total" (total may be "*", returned as -1). False if malformed.
 bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last, int64_t* total);

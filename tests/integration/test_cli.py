@@ -84,6 +84,23 @@ class RefusedMounts(harness.WarmfsTestCase):
                      r"(?i)127\.0\.0\.1:1|connect|refused|unreachable")
 
 
+class Endpoints(harness.WarmfsTestCase):
+    def test_ip_and_localhost_endpoints_are_path_style_without_being_told(self):
+        # As in the AWS SDKs: BUCKET.127.0.0.1 cannot resolve, so an IP or localhost endpoint
+        # is addressed path-style whether or not --path-style is given.
+        port = MOTO.endpoint.rsplit(":", 1)[1]
+        for host in ["127.0.0.1", "localhost"]:
+            with self.subTest(host=host):
+                m = harness.Mount(MOTO, "s3://cli", name=f"auto-path-style-{host}")
+                self.addCleanup(m.close)
+                m.args.remove("--path-style")
+                i = m.args.index("--endpoint")
+                m.args[i + 1] = f"http://{host}:{port}"
+                m.start()
+                self.assertEqual((m.path / "small.bin").read_bytes(), SMALL)
+                m.close()
+
+
 class UsageErrors(harness.WarmfsTestCase):
     CASES = {
         "unknown option": ["--no-such-option"],

@@ -639,15 +639,53 @@ TEST_CASE("virtual-hosted requests put the bucket in the Host", "[objstore]") {
   });
   FakeClock clock;
   // curl resolves every *.localhost name to the loopback address itself.
-  auto cfg = config_for(fmt::format("http://localhost:{}", server.port()));
+  auto cfg = config_for(fmt::format("http://s3.localhost:{}", server.port()));
   cfg.path_style = false;
   auto store = make_store(cfg, clock);
   auto info = store->head("dir/obj");
   REQUIRE(info.is_ok());
   auto req = server.requests().at(0);
   CHECK(req.target == "/dir/obj");
-  CHECK(req.header("host") == fmt::format("bkt.localhost:{}", server.port()));
+  CHECK(req.header("host") == fmt::format("bkt.s3.localhost:{}", server.port()));
   check_signature(req);
+}
+
+TEST_CASE("an endpoint that is an IP address or localhost is path-style without being told",
+          "[objstore]") {
+  TestHttpServer server([](const ServerRequest&) {
+    ServerReply r;
+    r.content_length = 3;
+    return r;
+  });
+  FakeClock clock;
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    auto cfg = config_for(fmt::format("http://{}:{}", host, server.port()));
+    cfg.path_style = false;
+    auto store = make_store(cfg, clock);
+    CHECK(store->config().path_style);
+    REQUIRE(store->head("dir/obj").is_ok());
+    auto req = server.requests().back();
+    CHECK(req.target == "/bkt/dir/obj");
+    CHECK(req.header("host") == fmt::format("{}:{}", host, server.port()));
+    check_signature(req);
+  }
+}
+
+TEST_CASE("which endpoint hosts need path-style", "[objstore]") {
+  using warmfs::endpoint_needs_path_style;
+  CHECK(endpoint_needs_path_style("127.0.0.1"));
+  CHECK(endpoint_needs_path_style("10.1.2.3:9000"));
+  CHECK(endpoint_needs_path_style("[::1]:9000"));
+  CHECK(endpoint_needs_path_style("[fd00::5]"));
+  CHECK(endpoint_needs_path_style("localhost"));
+  CHECK(endpoint_needs_path_style("localhost:4566"));
+  CHECK_FALSE(endpoint_needs_path_style("s3.us-east-1.amazonaws.com"));
+  CHECK_FALSE(endpoint_needs_path_style("minio.local:9000"));
+  CHECK_FALSE(endpoint_needs_path_style("s3.localhost:9000"));
+  CHECK_FALSE(endpoint_needs_path_style("1.2.3"));
+  CHECK_FALSE(endpoint_needs_path_style("1.2.3.4.5"));
+  CHECK_FALSE(endpoint_needs_path_style("1234.2.3.4"));
+  CHECK_FALSE(endpoint_needs_path_style("10.0.0.storage"));
 }
 
 TEST_CASE("concurrent calls from many threads", "[objstore]") {
