@@ -77,7 +77,7 @@ struct SliceOwner {
 // The CRC32C of bytes in a buffer from allocate_buffer or allocate_fill_buffer. A fill
 // buffer's bytes are copied out a piece at a time into one small buffer this thread keeps:
 // reading them in place would map each page into the process, which costs more than the copy
-// on the guests measured (common/buffer.h).
+// on virtual machines (common/buffer.h).
 uint32_t buffer_crc32c(const std::byte* data, size_t size) {
   if (!buffer_file(data)) return crc32c(std::span<const std::byte>(data, size));
   constexpr size_t kPiece = 256u << 10;  // stays in the core's cache between copy and CRC

@@ -328,8 +328,8 @@ bool SsdCache::writes_from_memory_file(const Chunk& chunk) {
   // O_DIRECT needs the bytes' address and length aligned to the device's blocks; a chunk of a
   // range GET is a whole number of pages at a page-aligned place in the memory file, except
   // an object's last, short chunk (written by copy, like heap chunks). A small chunk is
-  // copied too: its copy costs less than the second request (4,000 cold 64 KiB files, two
-  // alternated pairs: 810 and 819 files/s copied, 765 and 644 written from the file).
+  // copied too: its copy costs less than the second request (docs/benchmark-misses.md,
+  // "Small files, cold").
   const auto addr = reinterpret_cast<uintptr_t>(chunk.bytes.data());
   return chunk.bytes.size() >= kMemoryFileWriteMinBytes && chunk.bytes.size() % kDirectAlign == 0 &&
          addr % kDirectAlign == 0 && buffer_file(chunk.bytes.data()).has_value();
@@ -395,8 +395,8 @@ void SsdCache::write_one(const Pending& p) {
   Status written;
   if (direct >= 0 && writes_from_memory_file(chunk)) {
     // A chunk of a download, whole pages of the memory file: the disk takes its bytes from
-    // there (the kernel pins the pages; no copy), then the trailer's block. Two requests,
-    // against a copy of the chunk that cost the writer two thirds of its CPU in a cold read
+    // there (the kernel pins the pages; no copy), then the trailer's block. Two requests
+    // instead of a copy of the chunk, which was most of the writer's CPU in a cold read
     // (docs/benchmark-misses.md, "Cold sequential").
     std::memcpy(buf, trailer.data(), trailer.size());
     std::memset(buf + trailer.size(), 0, padded - record);

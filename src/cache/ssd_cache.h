@@ -85,8 +85,8 @@ struct SsdCacheOptions {
   std::shared_ptr<io::FileIo> io;
   // Records are written with O_DIRECT, each padded to kDirectAlign: the writer then runs at
   // the device's speed rather than at the page cache's writeback pace (which, on a busy
-  // machine, was slower than a cold read), and chunk files do not fill the page cache twice
-  // over the memory tier. Falls back to buffered writes, with one log line, where the file
+  // machine, can be slower than a cold read), and chunk files do not fill the page cache
+  // twice over the memory tier. Falls back to buffered writes, with one log line, where the file
   // system refuses O_DIRECT. A chunk of kMemoryFileWriteMinBytes or more that is whole pages
   // of the memory file (a download's) is written from there, without a copy, and its trailer
   // block after it.

@@ -5,7 +5,7 @@
 // the next read is fast, either at once or, with promote_after_second_hit set, only when the
 // same chunk was also hit in the lower tier not long before (among the last that many lower
 // hits). The second is for memory over an SSD tier: a pass over more data than memory holds
-// (four 1 GiB objects through a 2 GiB memory tier) would otherwise put every chunk it reads
+// (say, four 1 GiB objects through a 2 GiB memory tier) would otherwise put every chunk it reads
 // into memory, evicting the one read before it, so memory turns over at the read rate and
 // every SSD read lands in freshly mapped pages; read once, a chunk is served and let go, and
 // its buffer is reused for the next read. A chunk read again soon (random reads, a second

@@ -33,9 +33,9 @@ size_t size_class(size_t n) {
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
 
-// Faults the buffer's pages in with one call, before the bytes are copied in. On the
-// paravirtualised guests measured (docs/benchmark-misses.md) this costs a third of taking
-// the same faults one by one from the copy (0.5-0.8 against 1.8 s per GiB with huge pages).
+// Faults the buffer's pages in with one call, before the bytes are copied in: on
+// paravirtualised guests this costs far less than taking the same faults one by one from the
+// copy (docs/benchmark-misses.md).
 // Advice only: an older kernel (EINVAL) or a short memory (ENOMEM) leaves the faults to the
 // first touch, as before.
 void populate(std::byte* p, size_t len) { ::madvise(p, len, MADV_POPULATE_WRITE); }
@@ -247,8 +247,8 @@ Arena* arena() {
 // Process-wide, like the heap it stands beside. When full, the buffers let go longest ago
 // make room, so the pool follows the sizes in use now: a burst of 32 MiB read-ahead buffers
 // must not leave it holding memory no 1 MiB cache read can take, or every such read maps
-// fresh memory, whose first touch costs about 1 ms per MiB on the paravirtualised guests
-// measured (docs/benchmark-misses.md).
+// fresh memory, whose first touch costs far more than a copy on paravirtualised guests
+// (docs/benchmark-misses.md).
 class Pool {
  public:
   // A pooled buffer of len bytes: anonymous (gen 0) or a range of the arena of generation
@@ -271,7 +271,7 @@ class Pool {
     }
     // Pages given back while it held several chunks (release_pages: a range GET's buffer,
     // 2 MiB and more) come back in one call. A smaller one is all resident; the call would
-    // still cost 12 us per MiB walking its page table, per cache read. Arena ranges are
+    // still walk its page table on every cache read, for nothing. Arena ranges are
     // filled by pwrite, which needs no pages mapped first.
     if (p != nullptr && gen == 0 && len >= kHugePageBytes) populate(p, len);
     return p;

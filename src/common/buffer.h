@@ -5,19 +5,19 @@
 // host backs it only then). So buffers of kPoolMinBytes and more are mapped on their own,
 // those of kHugePageBytes and more 2 MiB-aligned and advised to use transparent huge pages
 // (one fault per 2 MiB instead of 512), their pages are faulted in with one
-// madvise(MADV_POPULATE_WRITE) before the copy (a third of the cost of taking the faults
-// from the copy on the guest measured), and a buffer let go is kept in a small pool for the
-// next one of its size class instead of going back to the system: a stream that evicts as
-// much as it fetches reuses memory it already has. Smaller buffers come from the heap.
+// madvise(MADV_POPULATE_WRITE) before the copy (one call costs less than taking the faults
+// one by one from the copy), and a buffer let go is kept in a small pool for the next one of
+// its size class instead of going back to the system: a stream that evicts as much as it
+// fetches reuses memory it already has. Smaller buffers come from the heap.
 //
 // A buffer that a download fills (allocate_fill_buffer) lives instead in one shared file in
 // memory (a memfd, mapped once), and its bytes go in with fill_buffer(), a pwrite into that
 // file: the kernel takes new pages for a file without zeroing them or mapping them into the
-// process, and on the guest measured a pwrite into fresh pages costs 0.17 s per GiB against
-// 0.5-1.8 for populating anonymous memory and copying (docs/benchmark-misses.md). A pass that
-// only needs a copy (the CRC, the SSD tier's write) takes it with copy_from_buffer(), a
-// pread, and leaves the pages unmapped; the first read through the pointer maps them (a read
-// fault per 16 pages). Anything may still write through the pointer; only the cost differs.
+// process, which costs a fraction of populating anonymous memory and copying into it (the
+// probe's figures are in docs/benchmark-misses.md). A pass that only needs a copy (the CRC,
+// the SSD tier's write) takes it with copy_from_buffer(), a pread, and leaves the pages
+// unmapped; the first read through the pointer maps them (a read fault per 16 pages).
+// Anything may still write through the pointer; only the cost differs.
 //
 // The pool holds at most kPoolMaxBytes; beyond that, the buffers let go longest ago are
 // unmapped (or their pages punched out of the file), so it keeps the sizes in use now.

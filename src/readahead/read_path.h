@@ -44,11 +44,11 @@ struct ReadaheadOptions {
   uint64_t chunk_size = kDefaultChunkSize;
   // First window, in chunks, once two reads in a row are sequential.
   uint32_t initial_window_chunks = 4;
-  // Largest window of one reader: 256 MiB keeps a 1 GB/s reader fed across ~250 ms stalls,
-  // with four requests of max_request_bytes in flight. A stream's window is also held to its
-  // share of max_inflight_bytes among the streams open (ChunkFetcher::window_cap_chunks).
-  // Against 128 on a CPU-bound origin: a cold 1 GiB read 8-11% faster in three alternated
-  // pairs, with 64 MiB requests.
+  // Largest window of one reader: 256 MiB keeps a reader at 1 GB/s fed across a quarter-second
+  // stall, with four requests of max_request_bytes in flight. A stream's window is also held
+  // to its share of max_inflight_bytes among the streams open
+  // (ChunkFetcher::window_cap_chunks). 256 rather than 128: a cold sequential read is faster
+  // with it on a CPU-bound origin (docs/benchmark-misses.md, "Cold sequential").
   uint32_t max_window_chunks = 256;
   // All readers together: chunks fetched ahead and not yet read. 256 MiB is a small part of a
   // GPU node's memory and enough for several sequential streams at full speed.
@@ -58,16 +58,17 @@ struct ReadaheadOptions {
   // Read-ahead fetches runs of consecutive chunks with one range GET of up to this many bytes:
   // per-request cost (first-byte latency, server work, the request charge) is paid once per
   // run, not per chunk. Chunks are handed to readers as their bytes land, so a long request
-  // does not make a reader wait for its end. 64 MiB: measured against 8, 16 and 32 MiB on a
-  // CPU-bound origin, the fewer requests left more CPU for the bytes.
+  // does not make a reader wait for its end. 64 MiB rather than less: fewer requests leave
+  // more CPU for the bytes on a CPU-bound origin (docs/benchmark-misses.md).
   uint64_t max_request_bytes = 64ull << 20;
   // Chunks fetched from the bucket wait, after their readers have them, for the SSD tier's
   // write queue to take them. Up to this many bytes of them are free; beyond it they count
   // against max_inflight_bytes, so read-ahead slows to what the disk takes rather than
   // holding an unbounded pile of chunks in memory (each fetch thread could hold a request's
   // worth). A short writer stall costs nothing; a long one slows the cold read. 256 MiB: the
-  // 64 MiB requests of four streams landing at once pass without holding read-ahead back (at
-  // 128 MiB, four cold streams were cut to 469 requests for 4 GiB instead of about 150).
+  // 64 MiB requests of four streams landing at once pass without holding read-ahead back
+  // (a smaller allowance cuts their windows and multiplies their requests;
+  // docs/benchmark-misses.md, "Memory").
   uint64_t handoff_allowance_bytes = 256ull << 20;
 };
 
