@@ -344,10 +344,9 @@ class Bench:
     def warm_up_origin(self) -> None:
         """Serve the first big object through the proxy twice, unmeasured, before any system.
 
-        A fresh s3rver (node) and proxy serve their first GiB or two slower than later ones: on
-        this machine s3fs's cold sequential read measured first after start-up came out at
-        334 MB/s, measured after warmfs at 382-396, so without this the order of the systems
-        decided part of the cold figures."""
+        A fresh s3rver (node) and proxy serve their first GiB or two slower than later ones, so
+        without this the system measured first would be penalised and the order of the systems
+        would decide part of the cold figures (docs/benchmark-misses.md)."""
         t = time.monotonic()
         for _ in range(2):
             self.curl_ranges(self.spec.big_keys()[:1], 4, self.timeout("seq"))
