@@ -393,8 +393,8 @@ def container_env(container: dict, docs: list) -> dict:
 
 def warmfs_argv(container: dict, docs: list):
     """The warmfs command line a container runs: its command + args with $(VAR) expanded, or
-    the `exec warmfs ...` line of a `/bin/sh -c` script with its ${VAR}s expanded (the script's
-    own NAME=value lines, then the container's environment). None when it runs no warmfs."""
+    the `exec warmfs ...` line of a `/bin/sh -c` script with its ${VAR}s and ${VAR:-default}s
+    expanded (the script's own NAME=value lines, then the container's environment). None when it runs no warmfs."""
     env = container_env(container, docs)
     argv = list(container.get("command", [])) + list(container.get("args", []))
     if argv[:2] == ["/bin/sh", "-c"] or argv[:2] == ["sh", "-c"]:
@@ -407,8 +407,8 @@ def warmfs_argv(container: dict, docs: list):
                     None)
         if line is None:
             return None
-        expanded = re.sub(r"\$\{(\w+)\}|\$(\w+)",
-                          lambda m: env.get(m.group(1) or m.group(2), ""), line)
+        expanded = re.sub(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)",
+                          lambda m: env.get(m.group(1) or m.group(3), m.group(2) or ""), line)
         return shlex.split(expanded)[1:]
     if not argv or Path(argv[0]).name != "warmfs":
         return None
