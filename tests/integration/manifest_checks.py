@@ -583,7 +583,7 @@ def mount_daemonset_problems(docs: list, spec_cli: dict) -> list:
     return problems
 
 
-def host_mount_dirs(docs: list, spec_cli: dict) -> set:
+def host_mount_dirs(docs: list) -> set:
     """Host directories under which the DaemonSet mounts warmfs (its Bidirectional hostPaths)."""
     dirs = set()
     for ds in (d for d in docs if d["kind"] == "DaemonSet"):

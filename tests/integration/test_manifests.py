@@ -99,7 +99,7 @@ class Manifests(unittest.TestCase):
                 self.assertEqual(mount_daemonset_problems(self.rendered[name], self.cli), [])
 
     def test_consumer_job(self):
-        dirs = host_mount_dirs(self.rendered["node"], self.cli)
+        dirs = host_mount_dirs(self.rendered["node"])
         self.assertEqual(dirs, {"/mnt/warmfs"})
         self.assertEqual(consumer_problems(self.examples, dirs), [])
 
