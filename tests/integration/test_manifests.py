@@ -254,14 +254,18 @@ class ChecksFail(unittest.TestCase):
         self.assertTrue(any("not headless" in p for p in cache_server_problems(docs, self.cli)))
 
     def test_cli_help_parser(self):
-        text = ("Options:\n  -h,--help                   Print this help message and exit\n"
+        # As warmfs's CLI11 prints it (warmfs mount --help, serve --help).
+        text = ("Positionals:\n  source TEXT REQUIRED        s3://BUCKET[/PREFIX]\n\n"
+                "Options:\n  -h,--help                   Print this help message and exit\n"
                 "  --endpoint TEXT             S3 endpoint URL\n"
-                "  --upload-threads UINT:INT in [1 - 64]\n"
-                "  -f,--foreground             Stay attached\n")
-        self.assertEqual(cli_options_from_help(text), {"-h": False, "--help": False,
-                                                       "--endpoint": True,
-                                                       "--upload-threads": True, "-f": False,
-                                                       "--foreground": False})
+                "  --bucket TEXT ... REQUIRED  Buckets served, comma-separated\n"
+                "  --upload-threads UINT:UINT in [1 - 64]\n"
+                "                              Parts uploaded at once (default 4)\n"
+                "  --log-level TEXT:{debug,info,warn,error}\n"
+                "  -f,--foreground             Stay attached to the terminal\n")
+        self.assertEqual(cli_options_from_help(text), {
+            "-h": False, "--help": False, "--endpoint": True, "--bucket": True,
+            "--upload-threads": True, "--log-level": True, "-f": False, "--foreground": False})
 
     def test_dashboard_with_a_renamed_metric(self):
         dashboard = json.loads(DASHBOARD.read_text())
