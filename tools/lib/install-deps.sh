@@ -19,6 +19,7 @@ APT_PACKAGES=(
   # Deployment checks: the Debian package (build, lint, man pages), the Prometheus endpoint
   # (promtool), the Kubernetes manifests (yamllint).
   debhelper dpkg-dev fakeroot lintian help2man prometheus yamllint python3-yaml
+  python3-kubernetes  # the API's models: tests/integration/test_manifests.py checks field names
 )
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
