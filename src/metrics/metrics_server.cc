@@ -26,8 +26,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const ListenAddress&
   auto http = http::HttpServer::start(
       o, [&registry](const http::ServerRequest& request) { return answer(registry, request); });
   if (!http.is_ok()) {
-    return Status(http.code(), "--metrics-listen " + address.to_string() + ": " +
-                                   http.status().message());
+    return Status(http.code(), "--metrics-listen: " + http.status().message());
   }
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(*http)));
 }

@@ -26,7 +26,8 @@ http::ServerResponse answer(const Registry& registry, const http::ServerRequest&
 
 class MetricsServer {
  public:
-  // Binds address and serves; a one-line error names the address and why (e.g. in use).
+  // Binds address and serves; a one-line error names the address and why, e.g.
+  // "--metrics-listen: cannot listen on 127.0.0.1:9100: Address already in use".
   static Result<std::unique_ptr<MetricsServer>> start(const ListenAddress& address,
                                                       const Registry& registry);
   uint16_t port() const { return http_->port(); }
