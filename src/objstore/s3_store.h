@@ -125,13 +125,13 @@ class S3ObjectStore final : public ObjectStore {
 
   ObjectStoreCounters counters() const override;
   std::string describe() const override;  // "s3://bucket"
-
-  http::ClientStats http_stats() const { return client_.stats(); }
   // How long requests of a kind took, in microseconds, retries and their backoff included
   // (one sample per request as the caller sees it: a GET retried three times is one sample).
   const Histogram& request_latency_us(BucketOp op) const {
     return request_latency_us_[static_cast<size_t>(op)];
   }
+
+  http::ClientStats http_stats() const { return client_.stats(); }
   const S3Config& config() const { return config_; }
 
  private:
