@@ -33,7 +33,9 @@ class Registry {
   std::vector<Family> collect() const;
 
  private:
-  mutable std::mutex mu_;  // protects collectors_; held for a whole scrape
+  // Protects collectors_; held for a whole scrape. Lock order: mu_ before any lock a
+  // collector takes (a counters() snapshot); nothing a collector calls takes mu_.
+  mutable std::mutex mu_;
   std::vector<Collector> collectors_;
 };
 
