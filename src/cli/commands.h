@@ -49,6 +49,7 @@ struct MountArgs {
   std::string token_file;
   bool insecure_no_token = false;  // talk to servers without a token (tests, trusted networks)
   std::string cache_server_ca;     // CA bundle for https servers; empty: the system's
+  std::string metrics_listen;      // HOST:PORT of /metrics (cli/metrics_setup.h); empty: none
 };
 
 int run_mount(const MountArgs& args);

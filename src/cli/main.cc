@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/serve_command.h"
+#include "common/listen_address.h"
 #include "common/sizes.h"
 
 namespace {
@@ -15,6 +16,13 @@ using warmfs::cli::kExitUsage;
 struct UsageError {
   std::string message;
 };
+
+// --metrics-listen: checked here so a typo is a usage error, not a failed mount.
+void check_metrics_listen(const std::string& text) {
+  if (text.empty()) return;
+  auto a = warmfs::parse_listen_address(text, warmfs::kMetricsListenRules);
+  if (!a.is_ok()) throw UsageError{a.status().message()};
+}
 
 uint32_t parse_mode(const std::string& text, const char* what) {
   size_t pos = 0;
@@ -79,6 +87,7 @@ int main(int argc, char** argv) {
   mount->add_option("--token-file", m.token_file, "File holding the cache servers' token (required with --cache-server)");
   mount->add_flag("--insecure-no-token", m.insecure_no_token, "Talk to cache servers without a token (trusted networks, tests)");
   mount->add_option("--cache-server-ca", m.cache_server_ca, "CA bundle that signed https cache servers' certificates");
+  mount->add_option("--metrics-listen", m.metrics_listen, "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)");
 
   std::string unmount_point;
   auto* unmount = app.add_subcommand("unmount", "Unmount a warmfs mount and wait for its daemon to finish");
@@ -121,6 +130,7 @@ int main(int argc, char** argv) {
   serve->add_option("--log-level", sv.log_level, "debug, info, warn or error (default info)")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}));
   serve->add_option("--log-file", sv.log_file, "Append logs here (default: stderr)");
+  serve->add_option("--metrics-listen", sv.metrics_listen, "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)");
 
   std::string prefetch_point;
   std::vector<std::string> prefetch_paths;
@@ -158,6 +168,7 @@ int main(int argc, char** argv) {
       }
       m.file_mode = !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (m.read_only ? 0444 : 0644);
       m.dir_mode = !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
+      check_metrics_listen(m.metrics_listen);
     }
     if (stats->parsed() && stats_server.empty() == stats_point.empty()) {
       throw UsageError{"warmfs stats takes a MOUNTPOINT or --server URL"};
@@ -179,6 +190,7 @@ int main(int argc, char** argv) {
       auto vc = warmfs::parse_duration_seconds(serve_version_check);
       if (!vc) throw UsageError{"--version-check-interval: '" + serve_version_check + "' is not a duration"};
       sv.version_check_sec = *vc;
+      check_metrics_listen(sv.metrics_listen);
       if (!sv.insecure_no_token && sv.token_file.empty()) {
         throw UsageError{"warmfs serve needs --token-file (or --insecure-no-token on a trusted network)"};
       }

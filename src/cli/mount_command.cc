@@ -27,6 +27,7 @@
 #include "cache/tiered_cache.h"
 #include "cli/prefetch.h"
 #include "cli/commands.h"
+#include "cli/metrics_setup.h"
 #include "common/buffer.h"
 #include "cli/serve_command.h"
 #include "common/clock.h"
@@ -322,6 +323,21 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     send_ready(ready_fd, daemon.status());
     if (ready_fd < 0) print_error(daemon.status().message());
     return kExitFailure;
+  }
+  std::unique_ptr<MetricsEndpoint> metrics;  // declared after daemon: stopped before it goes
+  if (!a.metrics_listen.empty()) {
+    const Daemon& d = *daemon;
+    auto m = MetricsEndpoint::start(
+        a.metrics_listen,
+        {process_collector(), mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
+                                               d.store.get(), d.uploader.get(), d.remote.get()})});
+    if (!m.is_ok()) {
+      send_ready(ready_fd, m.status());
+      if (ready_fd < 0) print_error(m.status().message());
+      return kExitFailure;
+    }
+    metrics = std::move(*m);
+    log::info("metrics at http://{}/metrics", a.metrics_listen);
   }
   FuseOptions fo;
   fo.mountpoint = mountpoint;

@@ -20,6 +20,8 @@
 #include "cache/memory_cache.h"
 #include "cache/remote_protocol.h"
 #include "cache/ssd_cache.h"
+#include "cli/metrics_setup.h"
+#include "common/listen_address.h"
 #include "common/log.h"
 #include "common/sizes.h"
 #include "http/http_client.h"
@@ -38,25 +40,6 @@ Result<std::string> read_file(const std::string& path, const char* what) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// "HOST:PORT", "[V6]:PORT" or ":PORT" (all addresses).
-Result<std::pair<std::string, uint16_t>> parse_listen(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos)
-    return Status(Errc::kInvalidArgument, "--listen '" + text + "' is not HOST:PORT");
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
-  const std::string port_text = text.substr(colon + 1);
-  char* end = nullptr;
-  const unsigned long port = std::strtoul(port_text.c_str(), &end, 10);
-  if (port_text.empty() || *end != '\0' || port > 65535) {
-    return Status(Errc::kInvalidArgument,
-                  "--listen '" + text + "': the port must be a number up to 65535");
-  }
-  return std::make_pair(host, static_cast<uint16_t>(port));
 }
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -154,7 +137,7 @@ int run_serve(const ServeArgs& a) {
     print_error("cannot open log file " + a.log_file + ": " + std::strerror(errno));
     return kExitFailure;
   }
-  auto listen = parse_listen(a.listen);
+  auto listen = parse_listen_address(a.listen);
   if (!listen.is_ok()) {
     print_error(listen.status().message());
     return kExitUsage;
@@ -166,8 +149,8 @@ int run_serve(const ServeArgs& a) {
                                                                           : kExitFailure;
   }
   http::ServerOptions ho;
-  ho.host = listen->first;
-  ho.port = listen->second;
+  ho.host = listen->host;
+  ho.port = listen->port;
   if (a.tls_cert.empty() != a.tls_key.empty()) {
     print_error("--tls-cert and --tls-key go together");
     return kExitUsage;
@@ -234,6 +217,20 @@ int run_serve(const ServeArgs& a) {
   int rc = kExitOk;
   {
     CacheServer server(by_bucket, memory, ssd->get(), clock, so);
+    std::unique_ptr<MetricsEndpoint> metrics;  // after server: stopped before it goes
+    if (!a.metrics_listen.empty()) {
+      std::vector<const S3ObjectStore*> served;
+      for (const auto& s : stores) served.push_back(s.get());
+      auto m = MetricsEndpoint::start(a.metrics_listen,
+                                      {process_collector(),
+                                       serve_collector({&server, &memory, ssd->get(), served})});
+      if (!m.is_ok()) {
+        print_error(m.status().message());
+        return kExitFailure;
+      }
+      metrics = std::move(*m);
+      log::info("metrics at http://{}/metrics", a.metrics_listen);
+    }
     Status st = server.start(ho);
     if (!st.is_ok()) {
       print_error(st.message());

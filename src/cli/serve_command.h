@@ -30,6 +30,7 @@ struct ServeArgs {
   std::string tls_cert, tls_key;  // PEM files; both or neither
   std::string log_level = "info";
   std::string log_file;
+  std::string metrics_listen;  // HOST:PORT of /metrics (cli/metrics_setup.h); empty: none
 };
 
 // Serves in the foreground until SIGTERM or SIGINT.

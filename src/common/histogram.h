@@ -35,6 +35,10 @@ class Histogram {
   uint64_t sum() const { return sum_.load(std::memory_order_relaxed); }
   uint64_t max() const { return max_.load(std::memory_order_relaxed); }
   double mean() const;
+  // Samples in bucket `index` (< kBuckets) so far, for exporters that want the distribution.
+  uint64_t bucket_count(size_t index) const {
+    return buckets_[index].load(std::memory_order_relaxed);
+  }
   // Forgets everything. Samples recorded concurrently may be half kept.
   void clear();
 

@@ -172,8 +172,9 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
   } else {
     r = handle.reader().read_slices(offset, length, out);
   }
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start);
-  read_latency_us_.record(static_cast<uint64_t>(us.count()));
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now() - start);
+  read_latency_us_.record(static_cast<uint64_t>(ns.count()) / 1000);
+  read_wait_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
   if (!r.is_ok()) {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
     log::warn("read of {} at {} failed: {}", handle.version().key, offset, r.status().to_string());
@@ -204,6 +205,16 @@ Result<std::string> Filesystem::getxattr(uint64_t ino, std::string_view name) {
 Status Filesystem::check_writable() const {
   if (uploader_ == nullptr) return Status(Errc::kReadOnly, "the mount is read-only");
   return Status::ok();
+}
+
+FsReadCounters Filesystem::read_counters() const {
+  FsReadCounters c;
+  c.reads = read_requests_.load(std::memory_order_relaxed);
+  c.bytes = bytes_read_.load(std::memory_order_relaxed);
+  c.errors = read_errors_.load(std::memory_order_relaxed);
+  c.opens = opens_.load(std::memory_order_relaxed);
+  c.wait_ns = read_wait_ns_.load(std::memory_order_relaxed);
+  return c;
 }
 
 std::string Filesystem::stats_json() const {

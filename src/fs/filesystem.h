@@ -60,6 +60,15 @@ struct FsOptions {
   std::function<std::string()> extra_stats;
 };
 
+// Read calls as the core answered them, for metrics (the same counters stats_json() shows).
+struct FsReadCounters {
+  uint64_t reads = 0;     // read calls, counted as they start
+  uint64_t bytes = 0;     // bytes returned
+  uint64_t errors = 0;
+  uint64_t opens = 0;
+  uint64_t wait_ns = 0;   // time readers spent inside finished read calls, summed
+};
+
 struct Attr {
   uint64_t ino = 0;
   bool is_dir = false;
@@ -173,6 +182,9 @@ class Filesystem {
 
   // Counters since the mount, as the JSON `warmfs stats --json` prints.
   std::string stats_json() const;
+  FsReadCounters read_counters() const;
+  // Duration of each finished read call, in whole microseconds.
+  const Histogram& read_latency_us() const { return read_latency_us_; }
   Attr attr_from(const NodeAttr& n) const;
 
  private:
@@ -189,6 +201,7 @@ class Filesystem {
   std::atomic<uint64_t> read_requests_{0};
   std::atomic<uint64_t> read_errors_{0};
   std::atomic<uint64_t> opens_{0};
+  std::atomic<uint64_t> read_wait_ns_{0};
   Histogram read_latency_us_;
 
   // The write state of an inode, and how many handles hold it.

@@ -176,7 +176,46 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
   return req;
 }
 
+const char* bucket_op_name(BucketOp op) {
+  static constexpr const char* kNames[kBucketOpCount] = {"get",       "head", "list",  "put",
+                                                         "multipart", "copy", "delete"};
+  return kNames[static_cast<size_t>(op)];
+}
+
+namespace {
+
+// The kind of a Call, from its op (the names used in messages).
+BucketOp bucket_op_of(std::string_view op) {
+  if (op == "GET") return BucketOp::kGet;
+  if (op == "HEAD") return BucketOp::kHead;
+  if (op == "LIST") return BucketOp::kList;
+  if (op == "PUT") return BucketOp::kPut;
+  if (op == "CopyObject") return BucketOp::kCopy;
+  if (op == "DELETE" || op == "DeleteObjects") return BucketOp::kDelete;
+  return BucketOp::kMultipart;  // Create/Complete/Abort/ListMultipartUploads, UploadPart(Copy)
+}
+
+// Records the time from its construction to its destruction into a histogram.
+class LatencyTimer {
+ public:
+  LatencyTimer(Histogram& h, Clock& clock) : h_(h), clock_(clock), start_(clock.now()) {}
+  ~LatencyTimer() {
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(clock_.now() - start_);
+    h_.record(static_cast<uint64_t>(std::max<int64_t>(us.count(), 0)));
+  }
+  LatencyTimer(const LatencyTimer&) = delete;
+  LatencyTimer& operator=(const LatencyTimer&) = delete;
+
+ private:
+  Histogram& h_;
+  Clock& clock_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
 Result<http::Response> S3ObjectStore::execute(const Call& first_call, int* attempts_used) {
+  LatencyTimer timer(request_latency_us_[static_cast<size_t>(bucket_op_of(first_call.op))], clock_);
   const std::string target = first_call.key.empty() ? describe() : describe() + "/" + first_call.key;
   Status failure;
   const int attempts = config_.retry.max_attempts;

@@ -17,6 +17,7 @@
 // number of threads may call it at once, each request running on its own pooled connection.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -26,6 +27,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/histogram.h"
 #include "http/http_client.h"
 #include "objstore/credentials.h"
 #include "objstore/object_store.h"
@@ -68,6 +70,12 @@ struct S3Config {
   // raised if the object would need more than 10000 parts. S3 wants at least 5 MiB.
   uint64_t multipart_copy_part_size = 512ull << 20;
 };
+
+// Kinds of bucket request, as the request-duration histograms sort them.
+enum class BucketOp { kGet, kHead, kList, kPut, kMultipart, kCopy, kDelete };
+inline constexpr size_t kBucketOpCount = 7;
+// "get", "head", "list", "put", "multipart", "copy", "delete".
+const char* bucket_op_name(BucketOp op);
 
 class S3ObjectStore final : public ObjectStore {
  public:
@@ -119,6 +127,11 @@ class S3ObjectStore final : public ObjectStore {
 
   ObjectStoreCounters counters() const override;
   std::string describe() const override;  // "s3://bucket"
+  // How long requests of a kind took, in microseconds, retries and their backoff included
+  // (one sample per request as the caller sees it: a GET retried three times is one sample).
+  const Histogram& request_latency_us(BucketOp op) const {
+    return request_latency_us_[static_cast<size_t>(op)];
+  }
 
   http::ClientStats http_stats() const { return client_.stats(); }
   const S3Config& config() const { return config_; }
@@ -195,6 +208,7 @@ class S3ObjectStore final : public ObjectStore {
   std::atomic<uint64_t> copy_requests_{0};
   std::atomic<uint64_t> delete_requests_{0};
   std::atomic<uint64_t> multipart_requests_{0};
+  std::array<Histogram, kBucketOpCount> request_latency_us_;  // by BucketOp
 };
 
 // True when host (as in a URL: "10.0.0.5:9000", "[::1]:9000", "localhost") can only be

@@ -118,6 +118,24 @@ void CacheServer::note_client(const http::ServerRequest& request) {
 }
 
 http::ServerResponse CacheServer::handle(const http::ServerRequest& request) {
+  const auto start = clock_.now();
+  http::ServerResponse r = answer(request);
+  request_latency_us_.record(micros_since(start, clock_));
+  const size_t status = r.status >= 0 && static_cast<size_t>(r.status) < kStatuses ? r.status : 0;
+  requests_by_status_[status].fetch_add(1, std::memory_order_relaxed);
+  return r;
+}
+
+std::vector<std::pair<int, uint64_t>> CacheServer::requests_by_status() const {
+  std::vector<std::pair<int, uint64_t>> out;
+  for (size_t i = 0; i < kStatuses; ++i) {
+    const uint64_t n = requests_by_status_[i].load(std::memory_order_relaxed);
+    if (n != 0) out.emplace_back(static_cast<int>(i), n);
+  }
+  return out;
+}
+
+http::ServerResponse CacheServer::answer(const http::ServerRequest& request) {
   if (request.path == remote::kHealthPath) {
     http::ServerResponse r;
     r.body = "ok\n";

@@ -20,6 +20,7 @@
 // connection threads. Lock order: version_mu_, clients_mu_ each alone.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cache/block_cache.h"
@@ -80,8 +82,14 @@ class CacheServer {
   void stop();
   uint16_t port() const { return http_ ? http_->port() : 0; }
 
+  // Answers one request, counting it by status and timing it (request_latency_us).
   http::ServerResponse handle(const http::ServerRequest& request);
   CacheServerCounters counters() const;
+  // Requests answered so far, by HTTP status (statuses never answered are left out).
+  std::vector<std::pair<int, uint64_t>> requests_by_status() const;
+  // Time to produce each answer (a chunk's bytes are sent after), in microseconds.
+  const Histogram& request_latency_us() const { return request_latency_us_; }
+  uint64_t open_connections() const { return http_ ? http_->open_connections() : 0; }
   std::string stats_json() const;
 
  private:
@@ -95,6 +103,7 @@ class CacheServer {
     std::chrono::steady_clock::time_point checked;
   };
 
+  http::ServerResponse answer(const http::ServerRequest& request);
   http::ServerResponse handle_chunk(const http::ServerRequest& request);
   // Size of key at etag, from a recent check or a new HEAD; an error Status says why not.
   Result<uint64_t> check_version(Bucket& b, const std::string& bucket, const std::string& key,
@@ -123,6 +132,9 @@ class CacheServer {
       unauthorized_{0}, bad_requests_{0}, not_found_{0}, precondition_failed_{0}, forbidden_{0},
       range_errors_{0}, bucket_failures_{0};
   Histogram latency_us_, hit_latency_us_, miss_latency_us_;
+  static constexpr size_t kStatuses = 600;  // index: HTTP status (100..599)
+  std::array<std::atomic<uint64_t>, kStatuses> requests_by_status_{};
+  Histogram request_latency_us_;
 
   std::unique_ptr<http::HttpServer> http_;  // last: stopped first
 };
