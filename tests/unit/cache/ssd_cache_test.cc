@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <fstream>
 #include <random>
 
@@ -296,14 +298,56 @@ TEST_CASE("ssd cache puts wait for room in a full write queue, and none is dropp
   CHECK(c.inserted_bytes + c.rejected_writes * kChunk == 200 * kChunk);
 }
 
+namespace {
+// Writes wait while the gate is shut: the test decides when the disk is slower than the puts.
+class GatedIo final : public io::FileIo {
+ public:
+  void shut() {
+    std::lock_guard lock(mu_);
+    shut_ = true;
+  }
+  void open() {
+    {
+      std::lock_guard lock(mu_);
+      shut_ = false;
+    }
+    cv_.notify_all();
+  }
+  Result<size_t> read_at(int fd, std::span<std::byte> out, uint64_t offset) override {
+    return inner_->read_at(fd, out, offset);
+  }
+  Status write_at(int fd, std::span<const std::byte> data, uint64_t offset) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !shut_; });
+    lock.unlock();
+    return inner_->write_at(fd, data, offset);
+  }
+  bool uses_io_uring() const override { return false; }
+
+ private:
+  std::mutex mu_;  // protects shut_
+  std::condition_variable cv_;
+  bool shut_ = false;
+  std::unique_ptr<io::FileIo> inner_ = io::make_posix_file_io();
+};
+}  // namespace
+
 TEST_CASE("ssd cache drops puts when its write queue is full and put_wait is zero", "[ssd]") {
   TempDir tmp;
   FakeClock clock;
   SsdCacheOptions o = small_options(tmp);
   o.write_queue_bytes = 2 * kChunk;
   o.put_wait = std::chrono::milliseconds(0);
+  auto io = std::make_shared<GatedIo>();
+  o.io = io;
   auto cache = open_ok(o, clock);
+  // The disk takes nothing while 200 chunks are put: at most one is being written and two
+  // wait in the queue (a few more if the writer takes a batch), so most are dropped,
+  // whatever the threads' timing.
+  io->shut();
   for (uint64_t i = 0; i < 200; ++i) cache->put(key_of(i), chunk_of(kChunk, i));
+  CHECK(cache->counters().dropped_writes >= 190);
+  io->open();
   cache->flush();
   const BlockCacheCounters c = cache->counters();
   CHECK(c.dropped_writes > 0);
