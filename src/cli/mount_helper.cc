@@ -50,11 +50,12 @@ int run_mount_helper(int argc, char** argv) {
   const std::string self = slash != nullptr ? slash + 1 : argv[0];
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
-    std::printf("usage: %s s3://BUCKET[/PREFIX] MOUNTPOINT [-sfnv] [-o OPTION[,OPTION...]]\n"
-                "mount(8)'s helper for warmfs: the options are warmfs mount's long flags\n"
-                "(endpoint=URL, cache-dir=DIR, read-only, ...) and mount's own (ro, uid=, _netdev,\n"
-                "nofail, x-systemd.*, ...). See mount.warmfs(8).\n",
-                self.c_str());
+    std::printf(
+        "usage: %s s3://BUCKET[/PREFIX] MOUNTPOINT [-sfnv] [-o OPTION[,OPTION...]]\n"
+        "mount(8)'s helper for warmfs: the options are warmfs mount's long flags\n"
+        "(endpoint=URL, cache-dir=DIR, read-only, ...) and mount's own (ro, uid=, _netdev,\n"
+        "nofail, x-systemd.*, ...). See mount.warmfs(8).\n",
+        self.c_str());
     return kExitOk;
   }
   auto call = translate_mount_helper_args(args, system_lookups());

@@ -16,17 +16,17 @@ struct FlagSpec {
 // The long flags of `warmfs mount` (src/cli/main.cc) but --uid and --gid, which take names
 // too (resolve_id). foreground is accepted although a helper is expected to return.
 constexpr std::array kMountFlags = {
-    FlagSpec{"endpoint", Kind::kValue},          FlagSpec{"region", Kind::kValue},
-    FlagSpec{"profile", Kind::kValue},           FlagSpec{"no-sign-request", Kind::kSwitch},
-    FlagSpec{"path-style", Kind::kSwitch},       FlagSpec{"memory-cache-size", Kind::kValue},
-    FlagSpec{"metadata-ttl", Kind::kValue},      FlagSpec{"allow-other", Kind::kSwitch},
-    FlagSpec{"file-mode", Kind::kValue},         FlagSpec{"dir-mode", Kind::kValue},
-    FlagSpec{"staging-dir", Kind::kValue},       FlagSpec{"upload-threads", Kind::kValue},
-    FlagSpec{"log-level", Kind::kValue},         FlagSpec{"log-file", Kind::kValue},
-    FlagSpec{"foreground", Kind::kSwitch},       FlagSpec{"cache-dir", Kind::kValue},
-    FlagSpec{"cache-size", Kind::kValue},        FlagSpec{"cache-ttl", Kind::kValue},
-    FlagSpec{"prefetch", Kind::kList},           FlagSpec{"cache-server", Kind::kList},
-    FlagSpec{"token-file", Kind::kValue},        FlagSpec{"insecure-no-token", Kind::kSwitch},
+    FlagSpec{"endpoint", Kind::kValue},        FlagSpec{"region", Kind::kValue},
+    FlagSpec{"profile", Kind::kValue},         FlagSpec{"no-sign-request", Kind::kSwitch},
+    FlagSpec{"path-style", Kind::kSwitch},     FlagSpec{"memory-cache-size", Kind::kValue},
+    FlagSpec{"metadata-ttl", Kind::kValue},    FlagSpec{"allow-other", Kind::kSwitch},
+    FlagSpec{"file-mode", Kind::kValue},       FlagSpec{"dir-mode", Kind::kValue},
+    FlagSpec{"staging-dir", Kind::kValue},     FlagSpec{"upload-threads", Kind::kValue},
+    FlagSpec{"log-level", Kind::kValue},       FlagSpec{"log-file", Kind::kValue},
+    FlagSpec{"foreground", Kind::kSwitch},     FlagSpec{"cache-dir", Kind::kValue},
+    FlagSpec{"cache-size", Kind::kValue},      FlagSpec{"cache-ttl", Kind::kValue},
+    FlagSpec{"prefetch", Kind::kList},         FlagSpec{"cache-server", Kind::kList},
+    FlagSpec{"token-file", Kind::kValue},      FlagSpec{"insecure-no-token", Kind::kSwitch},
     FlagSpec{"cache-server-ca", Kind::kValue},
 };
 
@@ -34,11 +34,14 @@ constexpr std::array kMountFlags = {
 // satisfy: accepted and dropped. (FUSE mounts are always nosuid and nodev; warmfs shows no
 // setuid bits or devices, keeps no access times, and checks permissions in the kernel.)
 constexpr std::array<std::string_view, 30> kDropped = {
-    "defaults", "auto",     "noauto",     "netdev",       "nofail",        "user",
-    "nouser",   "users",    "owner",      "group",        "suid",          "nosuid",
-    "dev",      "nodev",    "exec",       "noexec",       "atime",         "noatime",
-    "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
-    "diratime", "nodiratime", "async",    "default-permissions", "loud", "silent",
+    "defaults",    "auto",          "noauto",   "netdev",
+    "nofail",      "user",          "nouser",   "users",
+    "owner",       "group",         "suid",     "nosuid",
+    "dev",         "nodev",         "exec",     "noexec",
+    "atime",       "noatime",       "relatime", "norelatime",
+    "strictatime", "nostrictatime", "lazytime", "nolazytime",
+    "diratime",    "nodiratime",    "async",    "default-permissions",
+    "loud",        "silent",
 };
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -86,7 +89,8 @@ struct Translation {
   std::vector<std::string> warnings;
 };
 
-void set_flag(Translation& t, const std::string& flag, std::optional<std::string> value, bool list) {
+void set_flag(Translation& t, const std::string& flag, std::optional<std::string> value,
+              bool list) {
   if (!list) {
     for (auto& [f, v] : t.flags) {
       if (f == flag) {
@@ -205,11 +209,21 @@ Result<MountHelperCall> translate_mount_helper_args(const std::vector<std::strin
         if (c == 'N') return usage("-N (mounting in another namespace) is not supported");
         break;
       }
-      if (c == 's') sloppy = true;
-      else if (c == 'f') call.fake = true;
-      else if (c == 'v') call.verbose = true;
-      else if (c == 'n') continue;  // no /etc/mtab to write: /proc/self/mounts is used
-      else return usage(std::string("unknown flag -") + c);
+      switch (c) {
+        case 's':
+          sloppy = true;
+          break;
+        case 'f':
+          call.fake = true;
+          break;
+        case 'v':
+          call.verbose = true;
+          break;
+        case 'n':
+          break;  // no /etc/mtab to write: the kernel's mount table is the record
+        default:
+          return usage(std::string("unknown flag -") + c);
+      }
     }
   }
   if (positional.size() != 2) {

@@ -49,8 +49,8 @@ struct MountHelperCall {
   std::vector<std::string> argv;  // "warmfs", "mount", SOURCE, DIR, flags...
   // Variables to set for `warmfs mount` (credentials-file=F: AWS_SHARED_CREDENTIALS_FILE).
   std::vector<std::pair<std::string, std::string>> env;
-  bool fake = false;     // -f: say what would run, mount nothing
-  bool verbose = false;  // -v: print the command before running it
+  bool fake = false;                  // -f: say what would run, mount nothing
+  bool verbose = false;               // -v: print the command before running it
   std::vector<std::string> warnings;  // with -s: the options dropped as unknown
 };
 

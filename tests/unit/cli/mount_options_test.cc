@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "cli/mount_options.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include "cli/mount_options.h"
 
 using warmfs::cli::IdLookups;
 using warmfs::cli::is_mount_helper_name;
@@ -65,8 +64,8 @@ TEST_CASE("mount helper: the fstab line of the docs", "[mount_options]") {
                "rw,_netdev,nofail,endpoint=http://10.0.0.5:9000,cache-dir=/nvme/warmfs,"
                "memory-cache-size=8G,allow_other"});
   CHECK(c.argv == Argv{"warmfs", "mount", "s3://bucket/prefix", "/data", "--endpoint",
-                       "http://10.0.0.5:9000", "--cache-dir", "/nvme/warmfs",
-                       "--memory-cache-size", "8G", "--allow-other"});
+                       "http://10.0.0.5:9000", "--cache-dir", "/nvme/warmfs", "--memory-cache-size",
+                       "8G", "--allow-other"});
   CHECK_FALSE(c.fake);
   CHECK_FALSE(c.verbose);
   CHECK(c.env.empty());
@@ -80,15 +79,52 @@ TEST_CASE("mount helper: every long flag of warmfs mount is an option", "[mount_
                "staging-dir=/s,upload-threads=8,log-level=debug,log-file=/l,foreground,"
                "cache-dir=/c,cache-size=100G,cache-ttl=1h,prefetch=a,token-file=/t,"
                "cache-server=http://c1:7070,insecure-no-token,cache-server-ca=/ca"});
-  CHECK(c.argv == with_head({"--endpoint", "E", "--region", "R", "--profile", "P",
-                             "--no-sign-request", "--path-style", "--memory-cache-size", "1G",
-                             "--metadata-ttl", "30", "--allow-other", "--uid", "5", "--gid", "6",
-                             "--file-mode", "0640", "--dir-mode", "0750", "--staging-dir", "/s",
-                             "--upload-threads", "8", "--log-level", "debug", "--log-file", "/l",
-                             "--foreground", "--cache-dir", "/c", "--cache-size", "100G",
-                             "--cache-ttl", "1h", "--prefetch", "a", "--token-file", "/t",
-                             "--cache-server", "http://c1:7070", "--insecure-no-token",
-                             "--cache-server-ca", "/ca", "--read-only"}));
+  CHECK(c.argv == with_head({"--endpoint",
+                             "E",
+                             "--region",
+                             "R",
+                             "--profile",
+                             "P",
+                             "--no-sign-request",
+                             "--path-style",
+                             "--memory-cache-size",
+                             "1G",
+                             "--metadata-ttl",
+                             "30",
+                             "--allow-other",
+                             "--uid",
+                             "5",
+                             "--gid",
+                             "6",
+                             "--file-mode",
+                             "0640",
+                             "--dir-mode",
+                             "0750",
+                             "--staging-dir",
+                             "/s",
+                             "--upload-threads",
+                             "8",
+                             "--log-level",
+                             "debug",
+                             "--log-file",
+                             "/l",
+                             "--foreground",
+                             "--cache-dir",
+                             "/c",
+                             "--cache-size",
+                             "100G",
+                             "--cache-ttl",
+                             "1h",
+                             "--prefetch",
+                             "a",
+                             "--token-file",
+                             "/t",
+                             "--cache-server",
+                             "http://c1:7070",
+                             "--insecure-no-token",
+                             "--cache-server-ca",
+                             "/ca",
+                             "--read-only"}));
 }
 
 TEST_CASE("mount helper: _ and - spellings are the same option", "[mount_options]") {
