@@ -334,8 +334,9 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     if (st.is_ok()) {
       log::info("mounted {} at {}", fo.fsname, mountpoint);
       // Under systemd (Type=notify, --foreground): ready only now that a stat of the root
-      // has been answered, so units ordered after this one find the files there.
-      service::notify_ready("mounted " + fo.fsname + " at " + mountpoint);
+      // has been answered, so units ordered after this one find the files there. A daemon in
+      // the background says nothing: its parent is what was started, and reports by exiting.
+      if (a.foreground) service::notify_ready("mounted " + fo.fsname + " at " + mountpoint);
       start_prefetch(a, mountpoint);
     }
     else log::error("mount failed: {}", st.message());
@@ -348,7 +349,7 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
   if (!reported) send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
   // The loop ended (SIGTERM, SIGINT or an unmount) and the mount is gone; what was written
   // may still be uploading.
-  if (mounted) service::notify_stopping("unmounted " + mountpoint + "; finishing uploads");
+  if (mounted && a.foreground) service::notify_stopping("unmounted " + mountpoint + "; finishing uploads");
   const size_t failed = daemon->fs->flush_all();
   if (failed > 0) log::error("{} files written here could not be uploaded before the unmount", failed);
   log::info("unmounted {}", mountpoint);

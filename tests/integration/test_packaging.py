@@ -160,6 +160,18 @@ class Notify(harness.WarmfsTestCase):
             sock.sock.recv(65536)
         self.assertFalse(harness.is_mounted(d / "mnt"))
 
+    def test_background_mount_says_nothing(self):
+        # mount(8), or a script inside some Type=notify unit: the parent that was started
+        # reports by exiting; a daemon it leaves behind must not speak for that unit.
+        sock = NotifySocket(self)
+        m = self.mount(MOTO, f"s3://{BUCKET}", env_extra={"NOTIFY_SOCKET": sock.path})
+        self.assertEqual((m.path / "top.txt").read_bytes(), b"top\n")
+        run = harness.run_cli(["unmount", m.path], m.env)
+        self.assertEqual(run.rc, 0, run.describe())
+        sock.sock.settimeout(0.5)
+        with self.assertRaises(socket.timeout, msg="a background mount says nothing to systemd"):
+            sock.sock.recv(65536)
+
     def test_serve_ready_once_it_listens_stopping_on_sigterm(self):
         d = _tempdir(self, "warmfs-notify-")
         port = harness.free_port()
