@@ -3,9 +3,9 @@
 //
 // Each call sends one datagram to $NOTIFY_SOCKET and does nothing when that variable is unset
 // (a mount from a shell, a test, mount(8)), so callers need not know how they were started.
-// The variable is kept, so child processes (the mount's prefetch, nothing else) could notify
-// too; only the process systemd watches (NotifyAccess=main) is heard. Thread safe: each call
-// is one sendmsg.
+// Callers notify only from the process systemd started (warmfs mount --foreground, warmfs
+// serve); a mount daemonised in the background says nothing. Thread safe: each call is one
+// sendmsg.
 #pragma once
 
 #include <string_view>
