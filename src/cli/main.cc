@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/mount_options.h"
 #include "cli/serve_command.h"
 #include "common/listen_address.h"
 #include "common/sizes.h"
@@ -41,6 +42,8 @@ uint32_t parse_mode(const std::string& text, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // As /sbin/mount.warmfs or /sbin/mount.fuse.warmfs: mount(8)'s helper (cli/mount_options.h).
+  if (argc > 0 && warmfs::cli::is_mount_helper_name(argv[0])) return warmfs::cli::run_mount_helper(argc, argv);
   CLI::App app{"warmfs: mount an S3 bucket as a filesystem, cached in memory, for training jobs"};
   app.set_version_flag("--version", std::string("warmfs ") + WARMFS_VERSION);
   app.require_subcommand(1);

@@ -32,6 +32,7 @@
 #include "cli/serve_command.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/service_notify.h"
 #include "common/sizes.h"
 #include "fs/filesystem.h"
 #include "fuse/fuse_adapter.h"
@@ -351,9 +352,14 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
   fo.attr_timeout_sec = a.metadata_ttl_sec;
   fo.negative_timeout_sec = a.metadata_ttl_sec;
   bool reported = false;
+  bool mounted = false;
   int rc = run_fuse(*daemon->fs, fo, [&](const Status& st) {
     if (st.is_ok()) {
       log::info("mounted {} at {}", fo.fsname, mountpoint);
+      // Under systemd (Type=notify, --foreground): ready only now that a stat of the root
+      // has been answered, so units ordered after this one find the files there. A daemon in
+      // the background says nothing: its parent is what was started, and reports by exiting.
+      if (a.foreground) service::notify_ready("mounted " + fo.fsname + " at " + mountpoint);
       start_prefetch(a, mountpoint);
     }
     else log::error("mount failed: {}", st.message());
@@ -361,8 +367,12 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     send_ready(ready_fd, st);
     ready_fd = -1;
     reported = true;
+    mounted = st.is_ok();
   });
   if (!reported) send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
+  // The loop ended (SIGTERM, SIGINT or an unmount) and the mount is gone; what was written
+  // may still be uploading.
+  if (mounted && a.foreground) service::notify_stopping("unmounted " + mountpoint + "; finishing uploads");
   const size_t failed = daemon->fs->flush_all();
   if (failed > 0) log::error("{} files written here could not be uploaded before the unmount", failed);
   log::info("unmounted {}", mountpoint);

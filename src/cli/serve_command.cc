@@ -23,6 +23,7 @@
 #include "cli/metrics_setup.h"
 #include "common/listen_address.h"
 #include "common/log.h"
+#include "common/service_notify.h"
 #include "common/sizes.h"
 #include "http/http_client.h"
 #include "objstore/credentials.h"
@@ -244,9 +245,12 @@ int run_serve(const ServeArgs& a) {
               a.cache_dir, format_size(dc.used_bytes), format_size(dc.capacity_bytes),
               a.cache_ttl_sec > 0 ? fmt::format(", ttl {:.0f} s", a.cache_ttl_sec) : "",
               token->empty() ? ", no token" : "");
+    // Under systemd (Type=notify): ready once the socket listens.
+    service::notify_ready(fmt::format("serving {} on port {}", names, server.port()));
     int sig = 0;
     sigwait(&stop_signals, &sig);
     log::info("warmfs serve: signal {}, stopping", sig);
+    service::notify_stopping("stopping on signal " + std::to_string(sig));
     server.stop();
     log::info("warmfs serve: served {}, {} from the bucket",
               format_size(server.counters().bytes_served),
