@@ -137,6 +137,35 @@ bool uses_unsupported_provider(const Section& s) {
 
 }  // namespace
 
+std::string choose_profile(std::string_view requested, const EnvLookup& env, bool* named) {
+  return pick_profile(requested, env, named);
+}
+
+std::optional<ProfileSettings> load_profile(const std::string& profile, const EnvLookup& env,
+                                            std::string* where) {
+  const std::string credentials_path =
+      shared_file_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials");
+  const std::string config_path = shared_file_path(env, "AWS_CONFIG_FILE", "config");
+  std::optional<ProfileSettings> out;
+  std::string places;
+  if (auto file = read_ini(config_path)) {
+    if (const Section* s = config_section(*file, profile)) {
+      out = *s;
+      places = fmt::format("{} [{}]", config_path, profile == "default" ? profile : "profile " + profile);
+    }
+  }
+  if (auto file = read_ini(credentials_path)) {
+    auto it = file->find(profile);
+    if (it != file->end()) {
+      if (!out) out.emplace();
+      for (const auto& [k, v] : it->second) (*out)[k] = v;
+      places += (places.empty() ? "" : " and ") + fmt::format("{} [{}]", credentials_path, profile);
+    }
+  }
+  if (where != nullptr) *where = places;
+  return out;
+}
+
 std::string Credentials::describe() const {
   if (empty()) return "anonymous";
   std::string_view id = access_key_id;

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -73,6 +75,16 @@ struct ResolvedCredentials {
 // role_arn, sso_* or credential_process.
 Result<ResolvedCredentials> resolve_credentials(const CredentialRequest& request,
                                                 const EnvLookup& env);
+
+// The settings of a profile, keys lower-cased: its section of the config file ("[profile
+// NAME]", or "[default]"), with its section of the credentials file on top. nullopt when
+// neither file has it. `where` names the file(s) and section for messages.
+using ProfileSettings = std::map<std::string, std::string>;
+std::optional<ProfileSettings> load_profile(const std::string& profile, const EnvLookup& env,
+                                            std::string* where);
+// The profile to use: requested, else AWS_PROFILE, else "default". *named is true when it
+// was chosen (then a missing profile is an error rather than "no credentials").
+std::string choose_profile(std::string_view requested, const EnvLookup& env, bool* named);
 
 // Region: explicit_region, else AWS_REGION, else AWS_DEFAULT_REGION, else `region` of the
 // profile (as above) in the config file, else "us-east-1".
