@@ -103,7 +103,9 @@ Result<std::optional<Source>> Chain::resolve() {
   }
   const std::string env_id = env_value(env_, "AWS_ACCESS_KEY_ID");
   const std::string env_secret = env_value(env_, "AWS_SECRET_ACCESS_KEY");
-  if (!env_id.empty() || !env_secret.empty()) {
+  // A profile named by the caller (--profile) sets the environment's keys aside, as the AWS
+  // CLI does: the profile may use them itself (credential_source = Environment).
+  if (request_.profile.empty() && (!env_id.empty() || !env_secret.empty())) {
     if (env_id.empty() || env_secret.empty()) {
       return Status(Errc::kInvalidArgument,
                     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together");

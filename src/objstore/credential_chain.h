@@ -5,7 +5,8 @@
 // that fails is an error, not a silent fall to the next):
 //   1. --no-sign-request: anonymous.
 //   2. explicit keys (the caller's).
-//   3. the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN].
+//   3. the environment: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN];
+//      skipped when the caller names a profile (--profile), as the AWS CLI does.
 //   4. web identity: AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN [+ AWS_ROLE_SESSION_NAME] ->
 //      STS AssumeRoleWithWebIdentity (EKS IRSA); the token file is read again at each refresh.
 //   5. the shared files' profile (--profile, AWS_PROFILE, "default"): static keys;
