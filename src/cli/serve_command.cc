@@ -242,9 +242,11 @@ int run_serve(const ServeArgs& a) {
   // Misses of many clients at once: more fetch threads than a mount, each one request.
   so.readahead.fetch_threads = 32;
   so.readahead.max_inflight_bytes = budget.readahead_bytes;
-  so.extra_stats.push_back([credentials] {
-    return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
-  });
+  if (credentials) {
+    so.extra_stats.push_back([credentials] {
+      return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
+    });
+  }
   int rc = kExitOk;
   {
     CacheServer server(by_bucket, memory, ssd->get(), clock, so);

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -122,6 +124,22 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
     ::close(out_pipe[1]);
     return Status(Errc::kIo, std::string("pipe: ") + std::strerror(errno));
   }
+  // The program's path is found before fork: only async-signal-safe calls may run between
+  // fork and exec in a process with other threads, and execvp's PATH search is not one.
+  std::string program = argv[0];
+  if (program.find('/') == std::string::npos) {
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    while (!dirs.empty()) {
+      const size_t colon = dirs.find(':');
+      const std::string candidate = std::string(dirs.substr(0, colon)) + "/" + argv[0];
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        program = candidate;
+        break;
+      }
+      dirs.remove_prefix(colon == std::string_view::npos ? dirs.size() : colon + 1);
+    }
+  }
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -136,7 +154,7 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
     if (devnull >= 0) ::dup2(devnull, 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    ::execvp(args[0], args.data());
+    ::execv(program.c_str(), args.data());
     const char msg[] = "cannot run credential_process\n";
     [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
     ::_exit(127);

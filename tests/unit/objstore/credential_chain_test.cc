@@ -432,6 +432,9 @@ TEST_CASE("run_process: output, exit status, stderr, timeout", "[credentials]") 
   CHECK(ok->out == "out\n");
   CHECK(ok->err == "err\n");
   CHECK(ok->exit_code == 3);
+  auto by_name = run_process({"sh", "-c", "echo found"}, 10s);  // found on PATH, no shell
+  REQUIRE(by_name.is_ok());
+  CHECK(by_name->out == "found\n");
   auto slow = run_process({"/bin/sleep", "5"}, 100ms);
   CHECK(slow.code() == warmfs::Errc::kTimeout);
   auto missing = run_process({"/nonexistent/creds"}, 10s);
