@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
@@ -11,15 +10,6 @@
 namespace warmfs::s3 {
 
 using std::chrono::system_clock;
-
-std::string format_iso8601(system_clock::time_point t) {
-  const std::time_t secs = system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string credential_status_json(const CredentialStatus& s) {
   nlohmann::json j;

@@ -36,6 +36,7 @@
 
 #include "common/clock.h"
 #include "objstore/credentials.h"
+#include "objstore/time_format.h"
 #include "warmfs/result.h"
 
 namespace warmfs::s3 {
@@ -142,9 +143,6 @@ class RefreshingCredentialProvider final : public CredentialProvider {
 
   std::thread thread_;  // last: started after the fields above exist
 };
-
-// "2026-12-06T08:00:00Z".
-std::string format_iso8601(std::chrono::system_clock::time_point t);
 
 // The status as the JSON object `warmfs stats` shows under "credentials".
 std::string credential_status_json(const CredentialStatus& s);

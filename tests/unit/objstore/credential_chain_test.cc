@@ -343,6 +343,7 @@ TEST_CASE("credential_process output, container and metadata documents", "[crede
   CHECK(ok->credentials.session_token == "T");
   REQUIRE(ok->expiration);
   CHECK(std::chrono::system_clock::to_time_t(*ok->expiration) == 1704067800);
+  CHECK(format_iso8601(*ok->expiration) == "2024-01-01T00:10:00Z");
   CHECK(parse_process_credentials(R"({"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"})").code() == Errc::kCorrupt);
   CHECK(parse_process_credentials(R"({"Version":1,"AccessKeyId":"A"})").code() == Errc::kCorrupt);
   CHECK(parse_process_credentials("not json").code() == Errc::kCorrupt);
