@@ -86,6 +86,27 @@ class Chain {
   const EnvLookup& env_;
 };
 
+}  // namespace
+
+bool container_uri_allowed(std::string_view url) {
+  if (url.starts_with("https://")) return true;
+  if (!url.starts_with("http://")) return false;
+  url.remove_prefix(7);
+  url = url.substr(0, url.find_first_of("/?#"));
+  std::string_view host = url;
+  if (host.starts_with("[")) {
+    host = host.substr(1, host.find(']') == std::string_view::npos ? host.size() : host.find(']') - 1);
+  } else {
+    host = host.substr(0, host.find(':'));
+  }
+  const bool loopback_v4 =
+      host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos;
+  return host == "localhost" || loopback_v4 || host == "::1" ||
+         host == "169.254.170.2" || host == "169.254.170.23" || host == "fd00:ec2::23";
+}
+
+namespace {
+
 Result<Credentials> fetch_once(const Source& s) {
   if (s.static_keys) return *s.static_keys;
   WARMFS_ASSIGN_OR_RETURN(TemporaryCredentials t, s.fetch());
@@ -130,6 +151,13 @@ Result<std::optional<Source>> Chain::resolve() {
   const std::string full = env_value(env_, "AWS_CONTAINER_CREDENTIALS_FULL_URI");
   const std::string relative = env_value(env_, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
   if (!full.empty() || !relative.empty()) {
+    if (relative.empty() && !container_uri_allowed(full)) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("AWS_CONTAINER_CREDENTIALS_FULL_URI {}: must be https, or http to "
+                                "a loopback address or the ECS/EKS agent (169.254.170.2, "
+                                "169.254.170.23, fd00:ec2::23), as the AWS SDKs require",
+                                full));
+    }
     Source s;
     s.id = "container";
     s.origin = !relative.empty() ? std::string(kContainerHost) + relative : full;

@@ -81,6 +81,9 @@ Result<TemporaryCredentials> parse_metadata_credentials(std::string_view json);
 // Splits a credential_process command line: whitespace-separated words, '...' and "..."
 // quoting, backslash escapes (outside single quotes). No shell expansion.
 Result<std::vector<std::string>> split_command(std::string_view command);
+// Whether AWS_CONTAINER_CREDENTIALS_FULL_URI may receive the authorization token: https, or
+// http to a loopback address or the ECS/EKS agent's (the SDKs' rule).
+bool container_uri_allowed(std::string_view url);
 // fork/exec with a timeout; stderr is collected (the caller logs it).
 Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout);

@@ -210,7 +210,7 @@ def paced_read(path: Path, piece: int, pause: float) -> bytes:
 
 class Refresh(CredentialsCase):
     def test_imds_credentials_refresh_under_a_long_read(self):
-        server = self.credential_server(lifetime=5)
+        server = self.credential_server(lifetime=8)
         m = self.new_mount({"AWS_EC2_METADATA_DISABLED": "false",
                             "AWS_EC2_METADATA_SERVICE_ENDPOINT": server.endpoint},
                            args=["--memory-cache-size", "16M", "--read-only"])

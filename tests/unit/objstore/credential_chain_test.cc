@@ -115,7 +115,7 @@ struct World {
       else resp.body = kMetadataJson;
       return resp;
     }
-    if (r.url.starts_with("http://169.254.170.2") || r.url.starts_with("http://container.test")) {
+    if (r.url.starts_with("http://169.254.170.2") || r.url.starts_with("http://127.0.0.1:8099")) {
       resp.body = kMetadataJson;
       return resp;
     }
@@ -159,7 +159,7 @@ TEST_CASE("the chain's order: each source wins over the ones after it", "[creden
   World w;
   const std::string token_file = w.home.write("token", "jwt-token\n");
   w.home.write(".aws/credentials", "[default]\naws_access_key_id=AKIAFILE\naws_secret_access_key=f\n");
-  w.vars["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = "http://container.test/creds";
+  w.vars["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = "http://127.0.0.1:8099/creds";
   w.imds_up = true;
   w.vars["AWS_WEB_IDENTITY_TOKEN_FILE"] = token_file;
   w.vars["AWS_ROLE_ARN"] = "arn:aws:iam::1:role/web";
@@ -373,6 +373,22 @@ TEST_CASE("IMDSv2 and the container endpoint: the requests as the services want 
     CHECK(w.requests[1].url == "http://imds.test/latest/meta-data/iam/security-credentials/");
     CHECK(w.requests[2].url == "http://imds.test/latest/meta-data/iam/security-credentials/node-role");
     CHECK(w.requests[2].headers[0] == std::pair<std::string, std::string>{"X-aws-ec2-metadata-token", "imds-token"});
+  }
+  SECTION("container: a full URI must be https, loopback or the agent's") {
+    CHECK(container_uri_allowed("https://creds.example.com/x"));
+    CHECK(container_uri_allowed("http://127.0.0.1:51679/creds"));
+    CHECK(container_uri_allowed("http://localhost/creds"));
+    CHECK(container_uri_allowed("http://[::1]:80/creds"));
+    CHECK(container_uri_allowed("http://169.254.170.23/v1/credentials"));
+    CHECK(container_uri_allowed("http://[fd00:ec2::23]/v1/credentials"));
+    CHECK_FALSE(container_uri_allowed("http://evil.example.com/creds"));
+    CHECK_FALSE(container_uri_allowed("http://127.0.0.1.evil.example.com/creds"));
+    CHECK_FALSE(container_uri_allowed("ftp://127.0.0.1/creds"));
+    w.vars["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = "http://container.test/creds";
+    w.vars["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "secret-token";
+    auto p = w.resolve();
+    CHECK(p.code() == Errc::kInvalidArgument);
+    CHECK(w.requests.empty());  // the token went nowhere
   }
   SECTION("container: relative URI on 169.254.170.2, the token file's token") {
     w.vars["AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"] = "/v2/credentials/abc";
