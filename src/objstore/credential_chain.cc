@@ -95,14 +95,15 @@ bool container_uri_allowed(std::string_view url) {
   url = url.substr(0, url.find_first_of("/?#"));
   std::string_view host = url;
   if (host.starts_with("[")) {
-    host = host.substr(1, host.find(']') == std::string_view::npos ? host.size() : host.find(']') - 1);
+    host =
+        host.substr(1, host.find(']') == std::string_view::npos ? host.size() : host.find(']') - 1);
   } else {
     host = host.substr(0, host.find(':'));
   }
   const bool loopback_v4 =
       host.starts_with("127.") && host.find_first_not_of("0123456789.") == std::string_view::npos;
-  return host == "localhost" || loopback_v4 || host == "::1" ||
-         host == "169.254.170.2" || host == "169.254.170.23" || host == "fd00:ec2::23";
+  return host == "localhost" || loopback_v4 || host == "::1" || host == "169.254.170.2" ||
+         host == "169.254.170.23" || host == "fd00:ec2::23";
 }
 
 namespace {
@@ -120,7 +121,8 @@ Result<std::optional<Source>> Chain::resolve() {
                     "explicit credentials need both an access key id and a secret");
     }
     return std::optional(static_source(
-        "explicit", "", {request_.access_key_id, request_.secret_access_key, request_.session_token}));
+        "explicit", "",
+        {request_.access_key_id, request_.secret_access_key, request_.session_token}));
   }
   const std::string env_id = env_value(env_, "AWS_ACCESS_KEY_ID");
   const std::string env_secret = env_value(env_, "AWS_SECRET_ACCESS_KEY");
@@ -138,10 +140,12 @@ Result<std::optional<Source>> Chain::resolve() {
   const std::string role_arn = env_value(env_, "AWS_ROLE_ARN");
   if (!token_file.empty() || !role_arn.empty()) {
     if (token_file.empty() || role_arn.empty()) {
-      return Status(Errc::kInvalidArgument,
-                    "web identity: AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN must be set together");
+      return Status(
+          Errc::kInvalidArgument,
+          "web identity: AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN must be set together");
     }
-    return std::optional(web_identity(role_arn, token_file, env_value(env_, "AWS_ROLE_SESSION_NAME")));
+    return std::optional(
+        web_identity(role_arn, token_file, env_value(env_, "AWS_ROLE_SESSION_NAME")));
   }
   bool named = false;
   const std::string profile = choose_profile(request_.profile, env_, &named);
@@ -175,14 +179,17 @@ Result<std::optional<Source>> Chain::resolve() {
   return std::optional<Source>();
 }
 
-Source Chain::web_identity(std::string role_arn, std::string token_file, std::string session) const {
+Source Chain::web_identity(std::string role_arn, std::string token_file,
+                           std::string session) const {
   Source s;
   s.id = "web-identity";
   s.origin = role_arn;
-  auto sts = std::make_shared<StsClient>(sts_endpoint(region_, env_), region_, deps_.http, *deps_.clock);
+  auto sts =
+      std::make_shared<StsClient>(sts_endpoint(region_, env_), region_, deps_.http, *deps_.clock);
   Clock* clock = deps_.clock;
   s.fetch = [sts, role_arn, token_file, session, clock]() -> Result<TemporaryCredentials> {
-    WARMFS_ASSIGN_OR_RETURN(std::string token, read_text_file(token_file, "web identity token file"));
+    WARMFS_ASSIGN_OR_RETURN(std::string token,
+                            read_text_file(token_file, "web identity token file"));
     AssumeRoleParams p;
     p.role_arn = role_arn;
     p.session_name = session_name(session, *clock);
@@ -197,8 +204,9 @@ Result<std::optional<Source>> Chain::from_profile(const std::string& name, bool 
   auto settings = load_profile(name, env_, &where);
   if (!settings) {
     if (!named && depth == 0) return std::optional<Source>();
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("profile '{}' not found in the shared credentials or config file", name));
+    return Status(
+        Errc::kInvalidArgument,
+        fmt::format("profile '{}' not found in the shared credentials or config file", name));
   }
   const ProfileSettings& p = *settings;
   if (!get(p, "sso_session").empty() || !get(p, "sso_start_url").empty()) {
@@ -217,8 +225,9 @@ Result<std::optional<Source>> Chain::from_profile(const std::string& name, bool 
   }
   if (!id.empty() || !secret.empty()) {
     if (id.empty() || secret.empty()) {
-      return Status(Errc::kInvalidArgument,
-                    fmt::format("{}: needs both aws_access_key_id and aws_secret_access_key", where));
+      return Status(
+          Errc::kInvalidArgument,
+          fmt::format("{}: needs both aws_access_key_id and aws_secret_access_key", where));
     }
     std::string token = get(p, "aws_session_token");
     if (token.empty()) token = get(p, "aws_security_token");
@@ -256,9 +265,9 @@ Result<std::optional<Source>> Chain::from_profile(const std::string& name, bool 
 Result<Source> Chain::assume_role_source(const std::string& name, const ProfileSettings& p,
                                          const std::string& where, int depth) const {
   if (depth >= kMaxProfileDepth) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("{}: source_profile chain deeper than {} (a loop?)", where,
-                              kMaxProfileDepth));
+    return Status(
+        Errc::kInvalidArgument,
+        fmt::format("{}: source_profile chain deeper than {} (a loop?)", where, kMaxProfileDepth));
   }
   const std::string role_arn = get(p, "role_arn");
   const std::string source_profile = get(p, "source_profile");
@@ -282,7 +291,8 @@ Result<Source> Chain::assume_role_source(const std::string& name, const ProfileS
       // A profile may name itself: its own static keys are the source.
       const std::string id = get(p, "aws_access_key_id"), secret = get(p, "aws_secret_access_key");
       if (id.empty() || secret.empty())
-        return Status(Errc::kInvalidArgument, fmt::format("{}: source_profile is itself but has no keys", where));
+        return Status(Errc::kInvalidArgument,
+                      fmt::format("{}: source_profile is itself but has no keys", where));
       base = static_source("shared-files", where, {id, secret, get(p, "aws_session_token")});
     } else {
       WARMFS_ASSIGN_OR_RETURN(auto src, from_profile(source_profile, true, depth + 1));
@@ -315,9 +325,11 @@ Result<Source> Chain::assume_role_source(const std::string& name, const ProfileS
   if (const std::string d = get(p, "duration_seconds"); !d.empty()) {
     params.duration_seconds = std::atoi(d.c_str());
     if (params.duration_seconds < 900)
-      return Status(Errc::kInvalidArgument, fmt::format("{}: duration_seconds must be >= 900", where));
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("{}: duration_seconds must be >= 900", where));
   }
-  auto sts = std::make_shared<StsClient>(sts_endpoint(region_, env_), region_, deps_.http, *deps_.clock);
+  auto sts =
+      std::make_shared<StsClient>(sts_endpoint(region_, env_), region_, deps_.http, *deps_.clock);
   Clock* clock = deps_.clock;
   const std::string configured_session = get(p, "role_session_name");
   auto base_ptr = std::make_shared<Source>(std::move(base));
@@ -419,8 +431,9 @@ Result<TemporaryCredentials> imds_fetch(const HttpSend& send, const std::string&
   auto r = send(get);
   if (!r.is_ok()) return Status(r.code(), where + ": " + r.status().message());
   if (r->status != 200) {
-    return Status(r->status == 401 ? Errc::kAccessDenied : Errc::kIo,
-                  fmt::format("{}: credentials of role {} answered HTTP {}", where, role, r->status));
+    return Status(
+        r->status == 401 ? Errc::kAccessDenied : Errc::kIo,
+        fmt::format("{}: credentials of role {} answered HTTP {}", where, role, r->status));
   }
   auto c = parse_metadata_credentials(r->body);
   if (!c.is_ok()) return Status(c.code(), where + ": " + c.status().message());
@@ -474,18 +487,18 @@ ChainDeps default_chain_deps(const http::ClientOptions& base) {
   return d;
 }
 
-Result<std::shared_ptr<CredentialProvider>> resolve_credential_chain(const CredentialRequest& request,
-                                                                     const std::string& region,
-                                                                     const ChainDeps& deps) {
+Result<std::shared_ptr<CredentialProvider>> resolve_credential_chain(
+    const CredentialRequest& request, const std::string& region, const ChainDeps& deps) {
   if (request.anonymous) {
-    return std::shared_ptr<CredentialProvider>(
-        std::make_shared<StaticCredentialProvider>(Credentials{}, "anonymous", "--no-sign-request"));
+    return std::shared_ptr<CredentialProvider>(std::make_shared<StaticCredentialProvider>(
+        Credentials{}, "anonymous", "--no-sign-request"));
   }
   Chain chain(request, region, deps);
   WARMFS_ASSIGN_OR_RETURN(std::optional<Source> source, chain.resolve());
   if (!source) {
-    log::info("credentials: none found (environment, web identity, shared files, container, "
-              "instance metadata): requests are sent unsigned");
+    log::info(
+        "credentials: none found (environment, web identity, shared files, container, "
+        "instance metadata): requests are sent unsigned");
     return std::shared_ptr<CredentialProvider>(std::make_shared<StaticCredentialProvider>(
         Credentials{}, "anonymous", "no credentials found"));
   }
@@ -496,9 +509,10 @@ Result<std::shared_ptr<CredentialProvider>> resolve_credential_chain(const Crede
   auto provider = RefreshingCredentialProvider::create(source->fetch, source->id, source->origin,
                                                        *deps.clock, deps.refresh);
   if (!provider.is_ok()) {
-    return Status(provider.code(), fmt::format("{}{}: {}", source->id,
-                                               source->origin.empty() ? "" : " (" + source->origin + ")",
-                                               provider.status().message()));
+    return Status(provider.code(),
+                  fmt::format("{}{}: {}", source->id,
+                              source->origin.empty() ? "" : " (" + source->origin + ")",
+                              provider.status().message()));
   }
   return std::shared_ptr<CredentialProvider>(std::move(*provider));
 }

@@ -69,9 +69,8 @@ ChainDeps default_chain_deps(const http::ClientOptions& base);
 // Resolves the chain above for request (profile, explicit keys, anonymous) and region (for
 // STS). Errors name the source: "web identity (AWS_ROLE_ARN=...): AssumeRoleWithWebIdentity
 // at https://...: 403 InvalidIdentityToken: ...".
-Result<std::shared_ptr<CredentialProvider>> resolve_credential_chain(const CredentialRequest& request,
-                                                                     const std::string& region,
-                                                                     const ChainDeps& deps);
+Result<std::shared_ptr<CredentialProvider>> resolve_credential_chain(
+    const CredentialRequest& request, const std::string& region, const ChainDeps& deps);
 
 // Pieces, exposed for tests.
 // credential_process's standard output (JSON, Version 1) to credentials.

@@ -75,8 +75,8 @@ RefreshingCredentialProvider::~RefreshingCredentialProvider() {
   if (thread_.joinable()) thread_.join();
 }
 
-system_clock::time_point RefreshingCredentialProvider::plan(system_clock::time_point now,
-                                                            system_clock::time_point expiration) const {
+system_clock::time_point RefreshingCredentialProvider::plan(
+    system_clock::time_point now, system_clock::time_point expiration) const {
   if (expiration <= now) return now;
   const auto left = expiration - now;
   const auto ahead = std::min<system_clock::duration>(options_.max_ahead, left / 2);
@@ -121,8 +121,8 @@ std::optional<system_clock::time_point> RefreshingCredentialProvider::refresh_du
     if (!next_refresh_ || clock_.wall_now() < *next_refresh_) return next_refresh_;
   }
   Result<TemporaryCredentials> got = fetch_();  // no lock held: may take seconds
-  if (got.is_ok() && (got->credentials.access_key_id.empty() ||
-                      got->credentials.secret_access_key.empty())) {
+  if (got.is_ok() &&
+      (got->credentials.access_key_id.empty() || got->credentials.secret_access_key.empty())) {
     got = Status(Errc::kAccessDenied, "the answer holds no access key or secret");
   }
   const auto now = clock_.wall_now();
@@ -155,8 +155,7 @@ std::optional<system_clock::time_point> RefreshingCredentialProvider::refresh_du
   delay = std::max<system_clock::duration>(delay, std::chrono::milliseconds(50));
   next_refresh_ = now + delay;
   const bool expired = held_.expiration && *held_.expiration <= now;
-  log::warn("credentials from {}: refresh failed ({}); {}, next try in {} ms", source_,
-            last_error_,
+  log::warn("credentials from {}: refresh failed ({}); {}, next try in {} ms", source_, last_error_,
             expired ? "the held credentials have expired"
                     : "keeping the held credentials until " + format_iso8601(*held_.expiration),
             std::chrono::duration_cast<std::chrono::milliseconds>(delay).count());
@@ -169,8 +168,8 @@ void RefreshingCredentialProvider::run() {
     std::unique_lock lock(mu_);
     if (stopping_ || !next) return;
     // Real time to wait, from the clock's deadline; re-checked on wake.
-    const auto wait = std::max<system_clock::duration>(*next - clock_.wall_now(),
-                                                       std::chrono::milliseconds(10));
+    const auto wait =
+        std::max<system_clock::duration>(*next - clock_.wall_now(), std::chrono::milliseconds(10));
     wake_.wait_for(lock, wait, [this] { return stopping_; });
     if (stopping_) return;
   }

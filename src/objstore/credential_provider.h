@@ -121,8 +121,9 @@ class RefreshingCredentialProvider final : public CredentialProvider {
                                Clock& clock, RefreshOptions options, TemporaryCredentials first);
   void run();
   // The refresh time for credentials expiring at `expiration`, fetched at `now`.
-  std::chrono::system_clock::time_point plan(std::chrono::system_clock::time_point now,
-                                             std::chrono::system_clock::time_point expiration) const;
+  std::chrono::system_clock::time_point plan(
+      std::chrono::system_clock::time_point now,
+      std::chrono::system_clock::time_point expiration) const;
 
   const CredentialFetcher fetch_;
   const std::string source_;

@@ -1,6 +1,7 @@
 // The sources of temporary credentials that are not STS: the answers of the container
 // endpoint and IMDS, credential_process (its output, its command line, running it).
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -9,9 +10,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "objstore/credential_chain.h"
 #include "objstore/time_format.h"
@@ -24,8 +24,8 @@ std::string str_member(const nlohmann::json& j, const char* name) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-Result<std::optional<std::chrono::system_clock::time_point>> expiration_of(
-    const nlohmann::json& j, const char* what) {
+Result<std::optional<std::chrono::system_clock::time_point>> expiration_of(const nlohmann::json& j,
+                                                                           const char* what) {
   std::string text = str_member(j, "Expiration");
   if (text.empty()) return std::optional<std::chrono::system_clock::time_point>();
   auto secs = parse_iso8601(text);
@@ -49,7 +49,8 @@ Result<TemporaryCredentials> parse_process_credentials(std::string_view json) {
   out.credentials = {str_member(j, "AccessKeyId"), str_member(j, "SecretAccessKey"),
                      str_member(j, "SessionToken")};
   if (out.credentials.access_key_id.empty() || out.credentials.secret_access_key.empty()) {
-    return Status(Errc::kCorrupt, fmt::format("{}: AccessKeyId and SecretAccessKey are required", kWhat));
+    return Status(Errc::kCorrupt,
+                  fmt::format("{}: AccessKeyId and SecretAccessKey are required", kWhat));
   }
   WARMFS_ASSIGN_OR_RETURN(out.expiration, expiration_of(j, kWhat));
   return out;
@@ -62,13 +63,15 @@ Result<TemporaryCredentials> parse_metadata_credentials(std::string_view json) {
     return Status(Errc::kCorrupt, fmt::format("{} is not a JSON object", kWhat));
   }
   if (auto code = str_member(j, "Code"); !code.empty() && code != "Success") {
-    return Status(Errc::kAccessDenied, fmt::format("{}: Code {}: {}", kWhat, code, str_member(j, "Message")));
+    return Status(Errc::kAccessDenied,
+                  fmt::format("{}: Code {}: {}", kWhat, code, str_member(j, "Message")));
   }
   TemporaryCredentials out;
   out.credentials = {str_member(j, "AccessKeyId"), str_member(j, "SecretAccessKey"),
                      str_member(j, "Token")};
   if (out.credentials.access_key_id.empty() || out.credentials.secret_access_key.empty()) {
-    return Status(Errc::kCorrupt, fmt::format("{}: AccessKeyId and SecretAccessKey are required", kWhat));
+    return Status(Errc::kCorrupt,
+                  fmt::format("{}: AccessKeyId and SecretAccessKey are required", kWhat));
   }
   WARMFS_ASSIGN_OR_RETURN(out.expiration, expiration_of(j, kWhat));
   return out;
@@ -82,8 +85,10 @@ Result<std::vector<std::string>> split_command(std::string_view command) {
   for (size_t i = 0; i < command.size(); ++i) {
     const char c = command[i];
     if (quote == '\'') {
-      if (c == '\'') quote = 0;
-      else word += c;
+      if (c == '\'')
+        quote = 0;
+      else
+        word += c;
       continue;
     }
     if (c == '\\' && i + 1 < command.size()) {
@@ -92,8 +97,10 @@ Result<std::vector<std::string>> split_command(std::string_view command) {
       continue;
     }
     if (quote == '"') {
-      if (c == '"') quote = 0;
-      else word += c;
+      if (c == '"')
+        quote = 0;
+      else
+        word += c;
       continue;
     }
     if (c == '\'' || c == '"') {
@@ -118,7 +125,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
                                   std::chrono::milliseconds timeout) {
   if (argv.empty()) return Status(Errc::kInvalidArgument, "no command");
   int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0) return Status(Errc::kIo, std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
+    return Status(Errc::kIo, std::string("pipe: ") + std::strerror(errno));
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
     ::close(out_pipe[0]);
     ::close(out_pipe[1]);
@@ -197,8 +205,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
-    return Status(Errc::kTimeout, fmt::format("{} did not finish within {} ms (killed)", argv[0],
-                                              timeout.count()));
+    return Status(Errc::kTimeout,
+                  fmt::format("{} did not finish within {} ms (killed)", argv[0], timeout.count()));
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

@@ -52,7 +52,10 @@ std::string sts_endpoint(const std::string& region, const EnvLookup& env) {
 }
 
 StsClient::StsClient(std::string endpoint, std::string region, HttpSend send, Clock& clock)
-    : endpoint_(std::move(endpoint)), region_(std::move(region)), send_(std::move(send)), clock_(clock) {}
+    : endpoint_(std::move(endpoint)),
+      region_(std::move(region)),
+      send_(std::move(send)),
+      clock_(clock) {}
 
 Result<TemporaryCredentials> StsClient::assume_role(const Credentials& with,
                                                     const AssumeRoleParams& p) const {
@@ -90,19 +93,20 @@ Result<TemporaryCredentials> StsClient::call(const char* action, const std::stri
   if (!r.is_ok()) return Status(r.code(), fmt::format("{}: {}", where, r.status().message()));
   if (r->status != 200) {
     auto err = parse_sts_error(r->body);
-    const Errc code = r->status == 403 || r->status == 401 || r->status == 400
-                          ? Errc::kAccessDenied
-                          : Errc::kIo;
+    const Errc code =
+        r->status == 403 || r->status == 401 || r->status == 400 ? Errc::kAccessDenied : Errc::kIo;
     if (err.is_ok()) {
       return Status(code, fmt::format("{}: {} {}: {}", where, r->status, err->code, err->message));
     }
     return Status(code, fmt::format("{}: HTTP {} without an STS error document", where, r->status));
   }
   auto parsed = parse_sts_credentials(r->body, action);
-  if (!parsed.is_ok()) return Status(parsed.code(), fmt::format("{}: {}", where, parsed.status().message()));
+  if (!parsed.is_ok())
+    return Status(parsed.code(), fmt::format("{}: {}", where, parsed.status().message()));
   TemporaryCredentials out;
   out.credentials = {parsed->access_key_id, parsed->secret_access_key, parsed->session_token};
-  out.expiration = std::chrono::system_clock::time_point(std::chrono::seconds(parsed->expiration_sec));
+  out.expiration =
+      std::chrono::system_clock::time_point(std::chrono::seconds(parsed->expiration_sec));
   return out;
 }
 

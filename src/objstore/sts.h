@@ -29,7 +29,7 @@ std::string sts_endpoint(const std::string& region, const EnvLookup& env);
 struct AssumeRoleParams {
   std::string role_arn;
   std::string session_name;
-  std::string external_id;  // optional
+  std::string external_id;   // optional
   int duration_seconds = 0;  // 0: STS's default (one hour)
 };
 
@@ -37,7 +37,8 @@ class StsClient {
  public:
   StsClient(std::string endpoint, std::string region, HttpSend send, Clock& clock);
 
-  Result<TemporaryCredentials> assume_role(const Credentials& with, const AssumeRoleParams& p) const;
+  Result<TemporaryCredentials> assume_role(const Credentials& with,
+                                           const AssumeRoleParams& p) const;
   Result<TemporaryCredentials> assume_role_with_web_identity(const AssumeRoleParams& p,
                                                              const std::string& token) const;
   const std::string& endpoint() const { return endpoint_; }

@@ -5,7 +5,6 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -27,7 +26,8 @@ using namespace warmfs::s3;
 
 namespace {
 
-constexpr const char* kStsOk = R"(<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+constexpr const char* kStsOk =
+    R"(<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleResult>
     <Credentials>
       <AccessKeyId>ASIAROLE</AccessKeyId>
@@ -39,7 +39,8 @@ constexpr const char* kStsOk = R"(<AssumeRoleResponse xmlns="https://sts.amazona
   </AssumeRoleResult>
 </AssumeRoleResponse>)";
 
-constexpr const char* kWebOk = R"(<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+constexpr const char* kWebOk =
+    R"(<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <AssumeRoleWithWebIdentityResult>
     <Credentials>
       <AccessKeyId>ASIAWEB</AccessKeyId>
@@ -50,7 +51,8 @@ constexpr const char* kWebOk = R"(<AssumeRoleWithWebIdentityResponse xmlns="http
   </AssumeRoleWithWebIdentityResult>
 </AssumeRoleWithWebIdentityResponse>)";
 
-constexpr const char* kStsError = R"(<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+constexpr const char* kStsError =
+    R"(<ErrorResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
   <Error><Type>Sender</Type><Code>InvalidIdentityToken</Code>
   <Message>Couldn't retrieve
  verification key</Message></Error><RequestId>r</RequestId></ErrorResponse>)";
@@ -81,7 +83,8 @@ struct World {
   std::vector<Request> requests;  // copies (body copied into bodies)
   std::vector<std::string> bodies;
   std::vector<std::vector<std::string>> processes;
-  std::string process_out = R"({"Version":1,"AccessKeyId":"AKIAPROC","SecretAccessKey":"procsecret"})";
+  std::string process_out =
+      R"({"Version":1,"AccessKeyId":"AKIAPROC","SecretAccessKey":"procsecret"})";
   int sts_status = 200;
   bool imds_up = false;
 
@@ -110,9 +113,12 @@ struct World {
     }
     if (r.url.starts_with("http://imds.test")) {
       if (!imds_up) return Status(Errc::kUnavailable, "connection refused");
-      if (r.url.ends_with("/latest/api/token")) resp.body = "imds-token";
-      else if (r.url.ends_with("/security-credentials/")) resp.body = "node-role";
-      else resp.body = kMetadataJson;
+      if (r.url.ends_with("/latest/api/token"))
+        resp.body = "imds-token";
+      else if (r.url.ends_with("/security-credentials/"))
+        resp.body = "node-role";
+      else
+        resp.body = kMetadataJson;
       return resp;
     }
     if (r.url.starts_with("http://169.254.170.2") || r.url.starts_with("http://127.0.0.1:8099")) {
@@ -158,7 +164,8 @@ std::string source_of(World& w, CredentialRequest req = {}) {
 TEST_CASE("the chain's order: each source wins over the ones after it", "[credentials]") {
   World w;
   const std::string token_file = w.home.write("token", "jwt-token\n");
-  w.home.write(".aws/credentials", "[default]\naws_access_key_id=AKIAFILE\naws_secret_access_key=f\n");
+  w.home.write(".aws/credentials",
+               "[default]\naws_access_key_id=AKIAFILE\naws_secret_access_key=f\n");
   w.vars["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = "http://127.0.0.1:8099/creds";
   w.imds_up = true;
   w.vars["AWS_WEB_IDENTITY_TOKEN_FILE"] = token_file;
@@ -209,7 +216,8 @@ TEST_CASE("web identity: an unsigned AssumeRoleWithWebIdentity with the token fi
   CHECK(r.method == "POST");
   CHECK(r.url == "http://sts.test:9000/");
   bool signed_request = false;
-  for (const auto& [k, v] : r.headers) signed_request |= k == "authorization" || k == "Authorization";
+  for (const auto& [k, v] : r.headers)
+    signed_request |= k == "authorization" || k == "Authorization";
   CHECK_FALSE(signed_request);
   CHECK_THAT(w.bodies[0], Catch::Contains("Action=AssumeRoleWithWebIdentity") &&
                               Catch::Contains("Version=2011-06-15") &&
@@ -239,17 +247,19 @@ TEST_CASE("web identity: an unsigned AssumeRoleWithWebIdentity with the token fi
 
 TEST_CASE("profiles: role_arn with source_profile is a signed AssumeRole", "[credentials]") {
   World w;
-  w.home.write(".aws/credentials", "[base]\naws_access_key_id=AKIABASE\naws_secret_access_key=basesecret\n");
-  w.home.write(".aws/config",
-               "[profile dev]\nrole_arn = arn:aws:iam::1:role/dev\nsource_profile = base\n"
-               "external_id = ext-1\nrole_session_name = sess\nduration_seconds = 900\n"
-               "[profile chained]\nrole_arn = arn:aws:iam::1:role/top\nsource_profile = dev\n"
-               "[profile env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n"
-               "[profile node]\nrole_arn = arn:aws:iam::1:role/n\ncredential_source = Ec2InstanceMetadata\n"
-               "[profile bad]\nrole_arn = arn:aws:iam::1:role/b\ncredential_source = Somewhere\n"
-               "[profile lonely]\nrole_arn = arn:aws:iam::1:role/l\n"
-               "[profile loop]\nrole_arn = arn:aws:iam::1:role/l\nsource_profile = loop2\n"
-               "[profile loop2]\nrole_arn = arn:aws:iam::1:role/l\nsource_profile = loop\n");
+  w.home.write(".aws/credentials",
+               "[base]\naws_access_key_id=AKIABASE\naws_secret_access_key=basesecret\n");
+  w.home.write(
+      ".aws/config",
+      "[profile dev]\nrole_arn = arn:aws:iam::1:role/dev\nsource_profile = base\n"
+      "external_id = ext-1\nrole_session_name = sess\nduration_seconds = 900\n"
+      "[profile chained]\nrole_arn = arn:aws:iam::1:role/top\nsource_profile = dev\n"
+      "[profile env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n"
+      "[profile node]\nrole_arn = arn:aws:iam::1:role/n\ncredential_source = Ec2InstanceMetadata\n"
+      "[profile bad]\nrole_arn = arn:aws:iam::1:role/b\ncredential_source = Somewhere\n"
+      "[profile lonely]\nrole_arn = arn:aws:iam::1:role/l\n"
+      "[profile loop]\nrole_arn = arn:aws:iam::1:role/l\nsource_profile = loop2\n"
+      "[profile loop2]\nrole_arn = arn:aws:iam::1:role/l\nsource_profile = loop\n");
   CredentialRequest req;
   req.profile = "dev";
   auto p = w.resolve(req);
@@ -261,10 +271,11 @@ TEST_CASE("profiles: role_arn with source_profile is a signed AssumeRole", "[cre
   std::string auth;
   for (const auto& [k, v] : w.requests[0].headers)
     if (k == "authorization") auth = v;
-  CHECK_THAT(auth, Catch::StartsWith("AWS4-HMAC-SHA256 Credential=AKIABASE/20240101/eu-west-1/sts/aws4_request"));
-  CHECK_THAT(w.bodies[0], Catch::Contains("Action=AssumeRole&") && Catch::Contains("ExternalId=ext-1") &&
-                              Catch::Contains("DurationSeconds=900") &&
-                              Catch::Contains("RoleSessionName=sess"));
+  CHECK_THAT(auth, Catch::StartsWith(
+                       "AWS4-HMAC-SHA256 Credential=AKIABASE/20240101/eu-west-1/sts/aws4_request"));
+  CHECK_THAT(w.bodies[0],
+             Catch::Contains("Action=AssumeRole&") && Catch::Contains("ExternalId=ext-1") &&
+                 Catch::Contains("DurationSeconds=900") && Catch::Contains("RoleSessionName=sess"));
 
   SECTION("a role whose source is another role: two AssumeRole calls") {
     req.profile = "chained";
@@ -313,7 +324,8 @@ TEST_CASE("profiles: credential_process, SSO refused, static keys", "[credential
                "[default]\ncredential_process = /opt/bin/creds --role \"my role\" 'a b'\n"
                "[profile sso]\nsso_session = corp\n"
                "[profile sso2]\nsso_start_url = https://x.awsapps.com/start\n"
-               "[profile keys]\naws_access_key_id = AKIAK\naws_secret_access_key = k\naws_session_token = t\n");
+               "[profile keys]\naws_access_key_id = AKIAK\naws_secret_access_key = "
+               "k\naws_session_token = t\n");
   auto p = w.resolve();
   REQUIRE(p.is_ok());
   CHECK((*p)->status().source == "credential-process");
@@ -344,15 +356,18 @@ TEST_CASE("credential_process output, container and metadata documents", "[crede
   REQUIRE(ok->expiration);
   CHECK(std::chrono::system_clock::to_time_t(*ok->expiration) == 1704067800);
   CHECK(format_iso8601(*ok->expiration) == "2024-01-01T00:10:00Z");
-  CHECK(parse_process_credentials(R"({"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"})").code() == Errc::kCorrupt);
+  CHECK(parse_process_credentials(R"({"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"})")
+            .code() == Errc::kCorrupt);
   CHECK(parse_process_credentials(R"({"Version":1,"AccessKeyId":"A"})").code() == Errc::kCorrupt);
   CHECK(parse_process_credentials("not json").code() == Errc::kCorrupt);
-  CHECK(parse_process_credentials(R"({"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"soon"})").code() ==
-        Errc::kCorrupt);
+  CHECK(parse_process_credentials(
+            R"({"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"soon"})")
+            .code() == Errc::kCorrupt);
   auto md = parse_metadata_credentials(kMetadataJson);
   REQUIRE(md.is_ok());
   CHECK(md->credentials.session_token == "mdtoken");
-  CHECK(parse_metadata_credentials(R"({"Code":"Failure","Message":"no"})").code() == Errc::kAccessDenied);
+  CHECK(parse_metadata_credentials(R"({"Code":"Failure","Message":"no"})").code() ==
+        Errc::kAccessDenied);
   CHECK(split_command("a 'b").code() == Errc::kInvalidArgument);
   CHECK(*split_command(R"(  x  y\ z "" )") == std::vector<std::string>{"x", "y z", ""});
 }
@@ -371,8 +386,10 @@ TEST_CASE("IMDSv2 and the container endpoint: the requests as the services want 
     CHECK(w.requests[0].url == "http://imds.test/latest/api/token");
     CHECK(w.requests[0].headers[0].first == "X-aws-ec2-metadata-token-ttl-seconds");
     CHECK(w.requests[1].url == "http://imds.test/latest/meta-data/iam/security-credentials/");
-    CHECK(w.requests[2].url == "http://imds.test/latest/meta-data/iam/security-credentials/node-role");
-    CHECK(w.requests[2].headers[0] == std::pair<std::string, std::string>{"X-aws-ec2-metadata-token", "imds-token"});
+    CHECK(w.requests[2].url ==
+          "http://imds.test/latest/meta-data/iam/security-credentials/node-role");
+    CHECK(w.requests[2].headers[0] ==
+          std::pair<std::string, std::string>{"X-aws-ec2-metadata-token", "imds-token"});
   }
   SECTION("container: a full URI must be https, loopback or the agent's") {
     CHECK(container_uri_allowed("https://creds.example.com/x"));
@@ -399,7 +416,8 @@ TEST_CASE("IMDSv2 and the container endpoint: the requests as the services want 
     CHECK((*p)->status().source == "container");
     REQUIRE(w.requests.size() == 1);
     CHECK(w.requests[0].url == "http://169.254.170.2/v2/credentials/abc");
-    CHECK(w.requests[0].headers[0] == std::pair<std::string, std::string>{"Authorization", "pod-token"});
+    CHECK(w.requests[0].headers[0] ==
+          std::pair<std::string, std::string>{"Authorization", "pod-token"});
   }
 }
 
@@ -414,14 +432,17 @@ TEST_CASE("STS answers: success, error documents, malformed", "[credentials]") {
   // The wrong action's document, an error document, truncated XML, missing members.
   CHECK(parse_sts_credentials(kWebOk, "AssumeRole").code() == Errc::kCorrupt);
   CHECK(parse_sts_credentials(kStsError, "AssumeRole").code() == Errc::kCorrupt);
-  CHECK(parse_sts_credentials(std::string(kStsOk).substr(0, 200), "AssumeRole").code() == Errc::kCorrupt);
+  CHECK(parse_sts_credentials(std::string(kStsOk).substr(0, 200), "AssumeRole").code() ==
+        Errc::kCorrupt);
   CHECK(parse_sts_credentials("", "AssumeRole").code() == Errc::kCorrupt);
   std::string no_token = kStsOk;
-  no_token.replace(no_token.find("<SessionToken>"), std::string("<SessionToken>roletoken</SessionToken>").size(), "");
+  no_token.replace(no_token.find("<SessionToken>"),
+                   std::string("<SessionToken>roletoken</SessionToken>").size(), "");
   CHECK(parse_sts_credentials(no_token, "AssumeRole").code() == Errc::kCorrupt);
   std::string bad_time = kStsOk;
   bad_time.replace(bad_time.find("2024-01-01T01:00:00Z"), 20, "tomorrow");
-  CHECK_THAT(parse_sts_credentials(bad_time, "AssumeRole").status().message(), Catch::Contains("Expiration"));
+  CHECK_THAT(parse_sts_credentials(bad_time, "AssumeRole").status().message(),
+             Catch::Contains("Expiration"));
 
   auto err = parse_sts_error(kStsError);
   REQUIRE(err.is_ok());
@@ -430,7 +451,8 @@ TEST_CASE("STS answers: success, error documents, malformed", "[credentials]") {
   CHECK(parse_sts_error("<html>503</html>").code() == Errc::kCorrupt);
 }
 
-TEST_CASE("the STS endpoint: AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, the region's", "[credentials]") {
+TEST_CASE("the STS endpoint: AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, the region's",
+          "[credentials]") {
   std::map<std::string, std::string> vars;
   EnvLookup env = [&](const char* n) -> const char* {
     auto it = vars.find(n);

@@ -3,9 +3,8 @@
 // request with the provider's current credentials across refreshes, never unsigned.
 #include "objstore/credential_provider.h"
 
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <set>
 #include <string>
@@ -41,7 +40,8 @@ struct Issuer {
     if (failing) return Status(Errc::kIo, "endpoint down");
     const int n = ++issued;
     TemporaryCredentials t;
-    t.credentials = {"ASIA" + std::to_string(n), "secret" + std::to_string(n), "token" + std::to_string(n)};
+    t.credentials = {"ASIA" + std::to_string(n), "secret" + std::to_string(n),
+                     "token" + std::to_string(n)};
     t.expiration = clock.wall_now() + life;
     return t;
   }
@@ -83,7 +83,9 @@ TEST_CASE("refresh times: 15 min ahead of long-lived credentials, half-life of s
   }
   SECTION("credentials without expiration are never refreshed") {
     auto p = RefreshingCredentialProvider::create(
-        [] { return Result<TemporaryCredentials>(TemporaryCredentials{{"AKIA1", "s", ""}, {}}); },
+        [] {
+          return Result<TemporaryCredentials>(TemporaryCredentials{{"AKIA1", "s", ""}, {}});
+        },
         "test", "", clock, no_thread());
     REQUIRE(p.is_ok());
     CHECK_FALSE((*p)->next_refresh());
@@ -148,8 +150,8 @@ TEST_CASE("a failing refresh keeps the old credentials until they expire, then k
   auto expired = p->current();
   REQUIRE_FALSE(expired.is_ok());
   CHECK(expired.code() == Errc::kAccessDenied);
-  CHECK_THAT(expired.status().message(), Catch::Contains("expired at") &&
-                                             Catch::Contains("endpoint down"));
+  CHECK_THAT(expired.status().message(),
+             Catch::Contains("expired at") && Catch::Contains("endpoint down"));
   // The endpoint comes back: the next due refresh recovers.
   issuer.failing = false;
   clock.advance(10min);
@@ -164,10 +166,12 @@ TEST_CASE("a first fetch that fails or hands out expired credentials is an error
   FakeClock clock;
   Issuer issuer{clock, 10s};
   issuer.failing = true;
-  auto p = RefreshingCredentialProvider::create([&] { return issuer(); }, "test", "", clock, no_thread());
+  auto p = RefreshingCredentialProvider::create([&] { return issuer(); }, "test", "", clock,
+                                                no_thread());
   CHECK(p.code() == Errc::kIo);
   Issuer stale{clock, -1s};
-  auto q = RefreshingCredentialProvider::create([&] { return stale(); }, "test", "", clock, no_thread());
+  auto q =
+      RefreshingCredentialProvider::create([&] { return stale(); }, "test", "", clock, no_thread());
   CHECK(q.code() == Errc::kAccessDenied);
 }
 
@@ -184,7 +188,8 @@ TEST_CASE("readers see whole credential sets while refreshes swap them", "[crede
       while (!stop) {
         auto c = p->current();
         ++reads;
-        if (!c.is_ok() || c->empty() || c->secret_access_key != "secret" + c->access_key_id.substr(4) ||
+        if (!c.is_ok() || c->empty() ||
+            c->secret_access_key != "secret" + c->access_key_id.substr(4) ||
             c->session_token != "token" + c->access_key_id.substr(4)) {
           ++bad;
         }
@@ -217,7 +222,9 @@ TEST_CASE("S3ObjectStore signs each request with the provider's current credenti
     auth.push_back(req.header("authorization"));
     tokens.push_back(req.header("x-amz-security-token"));
     ServerReply r;
-    r.headers = {{"Content-Length", "5"}, {"ETag", "\"e\""}, {"Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"}};
+    r.headers = {{"Content-Length", "5"},
+                 {"ETag", "\"e\""},
+                 {"Last-Modified", "Sun, 06 Nov 1994 08:49:37 GMT"}};
     r.omit_body = true;
     return r;
   });
@@ -238,7 +245,8 @@ TEST_CASE("S3ObjectStore signs each request with the provider's current credenti
     REQUIRE(auth.size() == 6);
     for (size_t i = 0; i < auth.size(); ++i) {
       INFO(auth[i]);
-      CHECK_THAT(auth[i], Catch::StartsWith("AWS4-HMAC-SHA256 Credential=ASIA" + std::to_string(i + 1) + "/"));
+      CHECK_THAT(auth[i], Catch::StartsWith("AWS4-HMAC-SHA256 Credential=ASIA" +
+                                            std::to_string(i + 1) + "/"));
       CHECK(tokens[i] == "token" + std::to_string(i + 1));
     }
   }
