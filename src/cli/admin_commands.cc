@@ -37,6 +37,22 @@ std::string latency(uint64_t us) {
 
 }  // namespace
 
+void print_credentials_line(const nlohmann::json& j) {
+  auto it = j.find("credentials");
+  if (it == j.end() || !it->is_object()) return;
+  const auto& c = *it;
+  std::string line = c.value("source", "?");
+  if (c.contains("expires_at") && c["expires_at"].is_string())
+    line += ", expire at " + c["expires_at"].get<std::string>();
+  else if (!c.value("anonymous", false))
+    line += ", do not expire";
+  line += fmt::format(", {} refreshes, {} failed", c.value("refreshes", uint64_t{0}),
+                      c.value("refresh_failures", uint64_t{0}));
+  const std::string last = c.value("last_error", "");
+  if (!last.empty()) line += " (last: " + last + ")";
+  std::printf("  credentials         %s\n", line.c_str());
+}
+
 int run_unmount(const std::string& mountpoint) {
   const std::string pid_text = read_xattr(mountpoint, kPidXattr);
   Status st = unmount_path(mountpoint);
@@ -111,6 +127,7 @@ int run_stats(const std::string& mountpoint, bool json) {
   } else {
     std::printf("  writes              refused: read-only mount\n");
   }
+  print_credentials_line(j);
   const auto& ra = j["readahead"];
   std::printf("  read-ahead          %llu chunks fetched ahead, %llu never read, %s in flight\n",
               (unsigned long long)u(ra["prefetched_chunks"]), (unsigned long long)u(ra["wasted_chunks"]),

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "cache/ssd_cache.h"
 #include "common/clock.h"
 #include "warmfs/result.h"
@@ -55,6 +57,9 @@ struct MountArgs {
 int run_mount(const MountArgs& args);
 int run_unmount(const std::string& mountpoint);
 int run_stats(const std::string& mountpoint, bool json);
+// The "credentials" line of the stats tables (mounts and cache servers), from the stats JSON;
+// nothing when it has no "credentials" member.
+void print_credentials_line(const nlohmann::json& stats);
 // Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
 int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths, unsigned threads);
 

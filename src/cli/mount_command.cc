@@ -37,6 +37,7 @@
 #include "fs/filesystem.h"
 #include "fuse/fuse_adapter.h"
 #include "meta/metadata.h"
+#include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
 #include "objstore/s3_store.h"
 #include "readahead/read_path.h"
@@ -114,14 +115,24 @@ Result<S3Config> make_s3_config(const MountArgs& a, const Source& src) {
   c.region = s3::resolve_region(a.region, a.profile, env);
   c.endpoint = !a.endpoint.empty() ? a.endpoint : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
   c.path_style = a.path_style;
+  c.anonymous = a.no_sign_request;
+  return c;
+}
+
+// The credential chain (credential_chain.h) for this mount; its provider refreshes temporary
+// credentials on its own thread, so it is made in the process that uses it (after the fork).
+Status attach_credentials(const MountArgs& a, S3Config& c) {
   s3::CredentialRequest req;
   req.profile = a.profile;
   req.anonymous = a.no_sign_request;
-  WARMFS_ASSIGN_OR_RETURN(s3::ResolvedCredentials creds, s3::resolve_credentials(req, env));
-  log::debug("credentials: {}", creds.describe());
-  c.anonymous = creds.anonymous();
-  c.credentials = creds.credentials;
-  return c;
+  auto provider = s3::resolve_credential_chain(req, c.region, s3::default_chain_deps(c.http));
+  if (!provider.is_ok()) return Status(provider.code(), "credentials: " + provider.status().message());
+  const s3::CredentialStatus cs = (*provider)->status();
+  log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
+            cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
+  c.credential_provider = std::move(*provider);
+  c.anonymous = c.credential_provider->anonymous();
+  return Status::ok();
 }
 
 // Everything a mounted filesystem needs, built in the process that serves it.
@@ -213,6 +224,8 @@ void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
 Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config config) {
   Clock& clock = SystemClock::instance();
   Daemon d;
+  if (!config.credential_provider) WARMFS_RETURN_IF_ERROR(attach_credentials(a, config));
+  std::shared_ptr<const s3::CredentialProvider> credentials = config.credential_provider;
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
   const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
   MemoryCacheOptions mco;
@@ -259,7 +272,10 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
-  if (d.remote) fo.extra_stats = [r = d.remote.get()] { return remote_tier_stats_json(*r); };
+  if (d.remote) fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
+  fo.extra_stats.push_back([credentials] {
+    return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
+  });
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
     if (!staging.is_ok()) return Status(staging.code(), "--staging-dir: " + staging.status().message());
@@ -445,6 +461,11 @@ int run_mount(const MountArgs& a) {
     print_error(config.status().message());
     return kExitFailure;
   }
+  // The chain is resolved first: a source that fails is one clear line and no mount.
+  if (Status st = attach_credentials(a, *config); !st.is_ok()) {
+    print_error(st.message());
+    return kExitFailure;
+  }
   const std::string what = "s3://" + src->bucket + (src->prefix.empty() ? "" : "/" + src->prefix);
   {
     // Check before mounting: the endpoint answers, the bucket exists, the credentials work.
@@ -476,6 +497,10 @@ int run_mount(const MountArgs& a) {
   }
 
   if (a.foreground) return serve(a, *src, std::move(*config), mountpoint, -1);
+  // The daemon resolves the chain again after the fork: a provider's refresh thread does not
+  // survive fork().
+  config->credential_provider.reset();
+  config->anonymous = a.no_sign_request;
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {

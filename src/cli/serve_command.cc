@@ -26,6 +26,7 @@
 #include "common/service_notify.h"
 #include "common/sizes.h"
 #include "http/http_client.h"
+#include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
 #include "objstore/s3_store.h"
 #include "server/cache_server.h"
@@ -48,7 +49,9 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket) {
+// One provider for every bucket served: the chain is resolved once (credential_chain.h).
+Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket,
+                               std::shared_ptr<const s3::CredentialProvider>* provider) {
   const auto env = s3::process_environment();
   S3Config c;
   c.bucket = bucket;
@@ -56,13 +59,20 @@ Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket) {
   c.endpoint = !a.endpoint.empty() ? a.endpoint
                                    : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
   c.path_style = a.path_style;
-  s3::CredentialRequest req;
-  req.profile = a.profile;
-  req.anonymous = a.no_sign_request;
-  WARMFS_ASSIGN_OR_RETURN(s3::ResolvedCredentials creds, s3::resolve_credentials(req, env));
-  log::info("credentials: {}", creds.describe());
-  c.anonymous = creds.anonymous();
-  c.credentials = creds.credentials;
+  if (!*provider) {
+    s3::CredentialRequest req;
+    req.profile = a.profile;
+    req.anonymous = a.no_sign_request;
+    auto resolved = s3::resolve_credential_chain(req, c.region, s3::default_chain_deps(c.http));
+    if (!resolved.is_ok())
+      return Status(resolved.code(), "credentials: " + resolved.status().message());
+    *provider = std::move(*resolved);
+    const s3::CredentialStatus cs = (*provider)->status();
+    log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
+              cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
+  }
+  c.credential_provider = *provider;
+  c.anonymous = (*provider)->anonymous();
   return c;
 }
 
@@ -172,8 +182,9 @@ int run_serve(const ServeArgs& a) {
   Clock& clock = SystemClock::instance();
   std::vector<std::unique_ptr<S3ObjectStore>> stores;
   std::map<std::string, ObjectStore*> by_bucket;
+  std::shared_ptr<const s3::CredentialProvider> credentials;
   for (const auto& bucket : a.buckets) {
-    auto config = s3_config_for(a, bucket);
+    auto config = s3_config_for(a, bucket, &credentials);
     Status st = config.is_ok() ? check_bucket(*config) : config.status();
     if (!st.is_ok()) {
       print_error(st.message());
@@ -215,6 +226,11 @@ int run_serve(const ServeArgs& a) {
   // Misses of many clients at once: more fetch threads than a mount, each one request.
   so.readahead.fetch_threads = 32;
   so.readahead.max_inflight_bytes = budget.readahead_bytes;
+  if (credentials) {
+    so.extra_stats.push_back([credentials] {
+      return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
+    });
+  }
   int rc = kExitOk;
   {
     CacheServer server(by_bucket, memory, ssd->get(), clock, so);
@@ -328,6 +344,7 @@ int run_server_stats(const std::string& url, const std::string& token_file, bool
       "  clients             %llu seen, %llu active in the last minute, %llu connections open\n",
       (unsigned long long)u(j["clients"]), (unsigned long long)u(j["active_clients"]),
       (unsigned long long)u(j["connections"]));
+  print_credentials_line(j);
   const auto& rf = j["refused"];
   std::printf(
       "  refused             %llu unauthorized, %llu not found, %llu changed, %llu forbidden, %llu "

@@ -281,8 +281,9 @@ std::string Filesystem::stats_json() const {
                   {"buffer_pool_bytes", buffer_pool_stats().pooled_bytes}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;
-  if (options_.extra_stats) {
-    auto extra = nlohmann::json::parse(options_.extra_stats(), nullptr, false);
+  for (const auto& part : options_.extra_stats) {
+    if (!part) continue;
+    auto extra = nlohmann::json::parse(part(), nullptr, false);
     if (extra.is_object()) j.update(extra);
   }
   return j.dump();

@@ -31,6 +31,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 #include <unordered_map>
 
 #include "cache/block_cache.h"
@@ -55,9 +56,11 @@ struct FsOptions {
   uint32_t file_mode = 0644;
   uint32_t dir_mode = 0755;
   bool read_only = true;  // also when there is no Uploader
-  // Counters of tiers the core does not know (the cache-server tier): a JSON object whose
-  // members stats_json() adds at the top level. Empty: none.
-  std::function<std::string()> extra_stats;
+  // Stats of parts the core does not know (the cache-server tier, the credentials): each
+  // returns a JSON object whose members stats_json() adds at the top level, in order (a
+  // later part's member replaces an earlier one of the same name). Must be cheap and thread
+  // safe; a malformed answer is ignored.
+  std::vector<std::function<std::string()>> extra_stats;
 };
 
 // Read calls as the core answered them, for metrics (the same counters stats_json() shows).

@@ -110,32 +110,36 @@ std::string get(const Section& s, const char* key) {
   return it == s.end() ? std::string() : it->second;
 }
 
-// Static keys from one profile section; nullopt when the section has none.
-Result<std::optional<Credentials>> keys_from_section(const Section& s, const std::string& where) {
-  Credentials c;
-  c.access_key_id = get(s, "aws_access_key_id");
-  c.secret_access_key = get(s, "aws_secret_access_key");
-  c.session_token = get(s, "aws_session_token");
-  if (c.session_token.empty()) c.session_token = get(s, "aws_security_token");
-  if (c.access_key_id.empty() && c.secret_access_key.empty()) return std::optional<Credentials>();
-  if (c.access_key_id.empty() || c.secret_access_key.empty()) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("{}: needs both aws_access_key_id and aws_secret_access_key", where));
-  }
-  return std::optional<Credentials>(std::move(c));
+}  // namespace
+
+std::string choose_profile(std::string_view requested, const EnvLookup& env, bool* named) {
+  return pick_profile(requested, env, named);
 }
 
-bool uses_unsupported_provider(const Section& s) {
-  for (const auto& [key, value] : s) {
-    if (key == "role_arn" || key == "credential_process" || key == "credential_source" ||
-        key == "web_identity_token_file" || key.starts_with("sso_")) {
-      return true;
+std::optional<ProfileSettings> load_profile(const std::string& profile, const EnvLookup& env,
+                                            std::string* where) {
+  const std::string credentials_path =
+      shared_file_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials");
+  const std::string config_path = shared_file_path(env, "AWS_CONFIG_FILE", "config");
+  std::optional<ProfileSettings> out;
+  std::string places;
+  if (auto file = read_ini(config_path)) {
+    if (const Section* s = config_section(*file, profile)) {
+      out = *s;
+      places = fmt::format("{} [{}]", config_path, profile == "default" ? profile : "profile " + profile);
     }
   }
-  return false;
+  if (auto file = read_ini(credentials_path)) {
+    auto it = file->find(profile);
+    if (it != file->end()) {
+      if (!out) out.emplace();
+      for (const auto& [k, v] : it->second) (*out)[k] = v;
+      places += (places.empty() ? "" : " and ") + fmt::format("{} [{}]", credentials_path, profile);
+    }
+  }
+  if (where != nullptr) *where = places;
+  return out;
 }
-
-}  // namespace
 
 std::string Credentials::describe() const {
   if (empty()) return "anonymous";
@@ -147,110 +151,6 @@ std::string Credentials::describe() const {
 
 EnvLookup process_environment() {
   return [](const char* name) -> const char* { return std::getenv(name); };
-}
-
-const char* credential_source_name(CredentialSource source) {
-  switch (source) {
-    case CredentialSource::kExplicit:
-      return "explicit";
-    case CredentialSource::kEnvironment:
-      return "environment";
-    case CredentialSource::kSharedCredentialsFile:
-      return "shared credentials file";
-    case CredentialSource::kConfigFile:
-      return "config file";
-    case CredentialSource::kAnonymousRequested:
-      return "anonymous (requested)";
-    case CredentialSource::kAnonymousNotFound:
-      return "anonymous (no credentials found)";
-  }
-  return "unknown";
-}
-
-std::string ResolvedCredentials::describe() const {
-  if (origin.empty())
-    return fmt::format("{}: {}", credential_source_name(source), credentials.describe());
-  return fmt::format("{} {}: {}", credential_source_name(source), origin, credentials.describe());
-}
-
-Result<ResolvedCredentials> resolve_credentials(const CredentialRequest& request,
-                                                const EnvLookup& env) {
-  ResolvedCredentials out;
-  if (request.anonymous) {
-    out.source = CredentialSource::kAnonymousRequested;
-    return out;
-  }
-  if (!request.access_key_id.empty() || !request.secret_access_key.empty()) {
-    if (request.access_key_id.empty() || request.secret_access_key.empty()) {
-      return Status(Errc::kInvalidArgument,
-                    "explicit credentials need both an access key id and a secret");
-    }
-    out.credentials = {request.access_key_id, request.secret_access_key, request.session_token};
-    out.source = CredentialSource::kExplicit;
-    return out;
-  }
-
-  std::string env_id = env_value(env, "AWS_ACCESS_KEY_ID");
-  std::string env_secret = env_value(env, "AWS_SECRET_ACCESS_KEY");
-  if (!env_id.empty() || !env_secret.empty()) {
-    if (env_id.empty() || env_secret.empty()) {
-      return Status(Errc::kInvalidArgument,
-                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together");
-    }
-    out.credentials = {env_id, env_secret, env_value(env, "AWS_SESSION_TOKEN")};
-    out.source = CredentialSource::kEnvironment;
-    return out;
-  }
-
-  bool named = false;
-  const std::string profile = pick_profile(request.profile, env, &named);
-  const std::string credentials_path =
-      shared_file_path(env, "AWS_SHARED_CREDENTIALS_FILE", "credentials");
-  const std::string config_path = shared_file_path(env, "AWS_CONFIG_FILE", "config");
-  bool profile_seen = false;
-
-  if (auto file = read_ini(credentials_path)) {
-    auto it = file->find(profile);
-    if (it != file->end()) {
-      profile_seen = true;
-      std::string where = fmt::format("{} [{}]", credentials_path, profile);
-      WARMFS_ASSIGN_OR_RETURN(auto keys, keys_from_section(it->second, where));
-      if (keys) {
-        out.credentials = std::move(*keys);
-        out.source = CredentialSource::kSharedCredentialsFile;
-        out.origin = std::move(where);
-        return out;
-      }
-    }
-  }
-  if (auto file = read_ini(config_path)) {
-    if (const Section* s = config_section(*file, profile)) {
-      profile_seen = true;
-      std::string where = fmt::format("{} [{}]", config_path, profile);
-      WARMFS_ASSIGN_OR_RETURN(auto keys, keys_from_section(*s, where));
-      if (keys) {
-        out.credentials = std::move(*keys);
-        out.source = CredentialSource::kConfigFile;
-        out.origin = std::move(where);
-        return out;
-      }
-      if (uses_unsupported_provider(*s)) {
-        return Status(Errc::kNotSupported,
-                      fmt::format("{}: only static keys are supported (role_arn, sso and "
-                                  "credential_process are not); export temporary keys instead",
-                                  where));
-      }
-    }
-  }
-  if (named && !profile_seen) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("profile '{}' not found in {} or {}", profile,
-                              credentials_path.empty() ? "(no credentials file)" : credentials_path,
-                              config_path.empty() ? "(no config file)" : config_path));
-  }
-  out.source = CredentialSource::kAnonymousNotFound;
-  out.origin = fmt::format("profile '{}'", profile);
-  return out;
 }
 
 std::string resolve_region(std::string_view explicit_region, std::string_view profile,

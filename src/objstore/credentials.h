@@ -1,11 +1,8 @@
 // AWS credentials and region: what to sign with, and where it came from.
 //
-// Resolution follows the AWS CLI for static keys: explicit values, then the environment
-// (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN), then the shared
-// credentials file, then the config file, for the profile named by the caller, else
-// AWS_PROFILE, else "default". Nothing found means anonymous (unsigned) requests, and the
-// result says so. Role assumption, SSO, credential_process and instance metadata are not
-// supported: a profile that relies on them is an error, not a silent anonymous mount.
+// What a request asks of the credential chain (credential_chain.h, which resolves it), the
+// shared files' profiles (the config file's section with the credentials file's on top, for
+// the profile named by the caller, else AWS_PROFILE, else "default") and the region.
 //
 // The environment is read through an injected lookup so tests do not depend on the process
 // environment. Pure functions apart from reading the two files; thread safe.
@@ -13,6 +10,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -36,16 +35,6 @@ using EnvLookup = std::function<const char*(const char*)>;
 // concurrently.
 EnvLookup process_environment();
 
-enum class CredentialSource {
-  kExplicit,               // given by the caller (command line, config)
-  kEnvironment,            // AWS_ACCESS_KEY_ID and friends
-  kSharedCredentialsFile,  // ~/.aws/credentials or AWS_SHARED_CREDENTIALS_FILE
-  kConfigFile,             // ~/.aws/config or AWS_CONFIG_FILE
-  kAnonymousRequested,     // --no-sign-request
-  kAnonymousNotFound,      // nothing found anywhere
-};
-const char* credential_source_name(CredentialSource source);
-
 struct CredentialRequest {
   // Explicit keys; used when access_key_id is not empty (then the secret is required).
   std::string access_key_id;
@@ -57,22 +46,15 @@ struct CredentialRequest {
   bool anonymous = false;
 };
 
-struct ResolvedCredentials {
-  Credentials credentials;  // empty when anonymous
-  CredentialSource source = CredentialSource::kAnonymousNotFound;
-  std::string origin;  // where they came from, e.g. "/home/u/.aws/credentials [dev]"
-
-  bool anonymous() const { return credentials.empty(); }
-  // One line for logs: source, origin and Credentials::describe(); no secrets.
-  std::string describe() const;
-};
-
-// Resolves credentials as described above. Errors (kInvalidArgument): an access key without
-// its secret (explicit or in the environment), a profile named explicitly (argument or
-// AWS_PROFILE) that neither file has. kNotSupported: the profile has no static keys but uses
-// role_arn, sso_* or credential_process.
-Result<ResolvedCredentials> resolve_credentials(const CredentialRequest& request,
-                                                const EnvLookup& env);
+// The settings of a profile, keys lower-cased: its section of the config file ("[profile
+// NAME]", or "[default]"), with its section of the credentials file on top. nullopt when
+// neither file has it. `where` names the file(s) and section for messages.
+using ProfileSettings = std::map<std::string, std::string>;
+std::optional<ProfileSettings> load_profile(const std::string& profile, const EnvLookup& env,
+                                            std::string* where);
+// The profile to use: requested, else AWS_PROFILE, else "default". *named is true when it
+// was chosen (then a missing profile is an error rather than "no credentials").
+std::string choose_profile(std::string_view requested, const EnvLookup& env, bool* named);
 
 // Region: explicit_region, else AWS_REGION, else AWS_DEFAULT_REGION, else `region` of the
 // profile (as above) in the config file, else "us-east-1".

@@ -57,10 +57,18 @@ bool endpoint_needs_path_style(std::string_view host) {
 Result<std::unique_ptr<S3ObjectStore>> S3ObjectStore::create(S3Config config, Clock& clock) {
   if (config.bucket.empty()) return Status(Errc::kInvalidArgument, "S3 config: no bucket");
   if (config.region.empty()) return Status(Errc::kInvalidArgument, "S3 config: no region");
-  if (!config.anonymous &&
-      (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty())) {
-    return Status(Errc::kInvalidArgument,
-                  "S3 config: no credentials (use anonymous for public buckets)");
+  if (config.credential_provider) {
+    if (config.credential_provider->anonymous()) config.anonymous = true;
+  } else if (!config.anonymous) {
+    if (config.credentials.access_key_id.empty() || config.credentials.secret_access_key.empty()) {
+      return Status(Errc::kInvalidArgument,
+                    "S3 config: no credentials (use anonymous for public buckets)");
+    }
+    config.credential_provider =
+        std::make_shared<s3::StaticCredentialProvider>(config.credentials, "explicit");
+  } else {
+    config.credential_provider =
+        std::make_shared<s3::StaticCredentialProvider>(s3::Credentials{}, "anonymous");
   }
   if (config.retry.max_attempts < 1) config.retry.max_attempts = 1;
   if (config.multipart_copy_part_size < 1 || config.multipart_copy_part_size > kMaxPartSize) {
@@ -141,7 +149,7 @@ std::chrono::nanoseconds S3ObjectStore::backoff(int retry) {
   return nanoseconds(dist(rng_));
 }
 
-http::Request S3ObjectStore::build_request(const Call& call) const {
+Result<http::Request> S3ObjectStore::build_request(const Call& call) const {
   std::string path;
   if (config_.path_style) path = "/" + http::uri_encode(config_.bucket, false);
   if (!call.key.empty() || !config_.path_style) path += "/" + http::uri_encode(call.key, true);
@@ -172,7 +180,11 @@ http::Request S3ObjectStore::build_request(const Call& call) const {
   to_sign.query = call.query;
   to_sign.headers = std::move(headers);
   to_sign.payload_hash = payload_hash;
-  req.headers = signer_.sign(to_sign, config_.credentials, clock_.wall_now()).headers;
+  WARMFS_ASSIGN_OR_RETURN(s3::Credentials credentials, config_.credential_provider->current());
+  if (credentials.empty()) {
+    return Status(Errc::kAccessDenied, "the credential provider holds no credentials");
+  }
+  req.headers = signer_.sign(to_sign, credentials, clock_.wall_now()).headers;
   return req;
 }
 
@@ -229,7 +241,13 @@ Result<http::Response> S3ObjectStore::execute(const Call& first_call, int* attem
       current = &retry_call;
     }
     const Call& call = *current;  // this attempt's
-    Result<http::Response> r = client_.perform(build_request(call));
+    Result<http::Request> request = build_request(call);
+    if (!request.is_ok()) {
+      // Expired credentials: fail at once (retrying cannot help before a refresh).
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      return Status(request.code(), fmt::format("{} {}: {}", call.op, target, request.status().message()));
+    }
+    Result<http::Response> r = client_.perform(*request);
     if (!r.is_ok()) {
       if (!is_retryable_transport(r.code())) {
         errors_.fetch_add(1, std::memory_order_relaxed);

@@ -1,8 +1,8 @@
 // S3ObjectStore: ObjectStore over the S3 REST API: HEAD, ranged GET and ListObjectsV2
 // (s3_store.cc); PutObject, multipart uploads, CopyObject and deletes (s3_store_write.cc).
 //
-// Each call builds one S3 request, signs it with SigV4 (or sends it unsigned for anonymous
-// access), sends it through http::Client and maps the answer to a Result. Transient failures
+// Each call builds one S3 request, signs it with SigV4 using the credentials its
+// CredentialProvider holds at that attempt (or sends it unsigned for anonymous access), sends it through http::Client and maps the answer to a Result. Transient failures
 // (transport errors, 5xx, 429 and bodies cut short) are retried with exponential backoff and
 // full jitter, re-signing each attempt; sleeping goes through the injected Clock, so tests
 // do not wait. Other failures are returned at once with a one-line message carrying the
@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "http/http_client.h"
+#include "objstore/credential_provider.h"
 #include "objstore/credentials.h"
 #include "objstore/object_store.h"
 #include "objstore/sigv4.h"
@@ -58,6 +59,10 @@ struct S3Config {
   bool path_style = false;
   // Send requests unsigned (public buckets); credentials are then ignored.
   bool anonymous = false;
+  // What to sign with, asked on every attempt (credential_provider.h): the credential chain's
+  // provider in production. When null, a static provider is made from `credentials` (tests,
+  // tools); an anonymous provider makes the store anonymous.
+  std::shared_ptr<const s3::CredentialProvider> credential_provider;
   s3::Credentials credentials;
   RetryPolicy retry;
   http::ClientOptions http;
@@ -134,6 +139,7 @@ class S3ObjectStore final : public ObjectStore {
   }
 
   http::ClientStats http_stats() const { return client_.stats(); }
+  const s3::CredentialProvider& credential_provider() const { return *config_.credential_provider; }
   const S3Config& config() const { return config_; }
 
  private:
@@ -174,7 +180,9 @@ class S3ObjectStore final : public ObjectStore {
   // non-retryable status, which the caller maps) or the last transient failure. With
   // attempts_used, stores how many attempts were made.
   Result<http::Response> execute(const Call& call, int* attempts_used = nullptr);
-  http::Request build_request(const Call& call) const;
+  // The request as sent: signed with the provider's current credentials (kAccessDenied when
+  // they have expired; never unsigned unless the store is anonymous).
+  Result<http::Request> build_request(const Call& call) const;
   std::chrono::nanoseconds backoff(int retry);
   // Maps a non-success answer of op on target to a Status, counting it in errors_ unless
   // its code is one callers expect (404, 412).

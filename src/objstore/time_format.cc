@@ -89,4 +89,13 @@ std::optional<int64_t> parse_http_date(std::string_view text) {
   return to_epoch(*year, month, *day, *hour, *minute, *second);
 }
 
+std::string format_iso8601(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
 }  // namespace warmfs::s3

@@ -15,6 +15,9 @@ namespace warmfs::s3 {
 // "20150830T123600Z", the form SigV4 signs. Sub-second parts are dropped.
 std::string format_amz_date(std::chrono::system_clock::time_point t);
 
+// "2026-12-06T08:00:00Z" (seconds, UTC), as credential expirations are shown.
+std::string format_iso8601(std::chrono::system_clock::time_point t);
+
 // "2009-10-12T17:50:30.000Z" (fraction optional, "Z" or "+00:00" accepted) to seconds since
 // the epoch; nullopt if malformed.
 std::optional<int64_t> parse_iso8601(std::string_view text);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <charconv>
 #include <pugixml.hpp>
 
@@ -36,6 +37,12 @@ std::string one_line(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
   return out;
+}
+
+std::string trim_copy(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
 }
 
 std::string strip_quotes(std::string_view etag) {
@@ -143,6 +150,39 @@ Result<S3ErrorInfo> parse_error(std::string_view body) {
   info.code = one_line(root.child_value("Code"));
   if (info.code.empty()) return corrupt("S3 error", "no Code element");
   info.message = one_line(root.child_value("Message"));
+  return info;
+}
+
+Result<StsCredentialsXml> parse_sts_credentials(std::string_view body, std::string_view action) {
+  const std::string what = fmt::format("STS {}", action);
+  pugi::xml_document doc;
+  WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root,
+                          load(doc, body, what, fmt::format("{}Response", action)));
+  pugi::xml_node creds =
+      root.child(fmt::format("{}Result", action).c_str()).child("Credentials");
+  if (!creds) return corrupt(what, fmt::format("no {}Result/Credentials element", action));
+  StsCredentialsXml out;
+  out.access_key_id = trim_copy(creds.child_value("AccessKeyId"));
+  out.secret_access_key = trim_copy(creds.child_value("SecretAccessKey"));
+  out.session_token = trim_copy(creds.child_value("SessionToken"));
+  if (out.access_key_id.empty() || out.secret_access_key.empty() || out.session_token.empty()) {
+    return corrupt(what, "Credentials lacks AccessKeyId, SecretAccessKey or SessionToken");
+  }
+  std::string expiration = trim_copy(creds.child_value("Expiration"));
+  auto secs = parse_iso8601(expiration);
+  if (!secs) return corrupt(what, fmt::format("bad Expiration '{}'", expiration));
+  out.expiration_sec = *secs;
+  return out;
+}
+
+Result<S3ErrorInfo> parse_sts_error(std::string_view body) {
+  pugi::xml_document doc;
+  WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root, load(doc, body, "STS error", "ErrorResponse"));
+  pugi::xml_node error = root.child("Error");
+  S3ErrorInfo info;
+  info.code = one_line(error.child_value("Code"));
+  if (info.code.empty()) return corrupt("STS error", "no Error/Code element");
+  info.message = one_line(error.child_value("Message"));
   return info;
 }
 

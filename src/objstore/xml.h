@@ -1,5 +1,6 @@
 // Parsing of the XML bodies S3 returns: ListObjectsV2 results, error documents and the
-// answers to write requests; and the XML bodies write requests send.
+// answers to write requests; the XML bodies write requests send; and STS's answers
+// (temporary credentials, error documents).
 //
 // Built on pugixml. Every malformed, truncated or unexpected document is a kCorrupt Status
 // with a one-line message naming what was wrong; nothing here throws or crashes on hostile
@@ -29,6 +30,20 @@ Result<ListPage> parse_list_objects_v2(std::string_view body);
 
 // An <Error> document. kCorrupt if it is not well formed or has no Code.
 Result<S3ErrorInfo> parse_error(std::string_view body);
+
+// --- STS answers (the Query API's XML). ---
+
+struct StsCredentialsXml {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  int64_t expiration_sec = 0;  // seconds since the epoch
+};
+// <ACTIONResponse><ACTIONResult><Credentials>...: all four members are required. kCorrupt
+// otherwise (an <ErrorResponse> included: the caller checks the status first).
+Result<StsCredentialsXml> parse_sts_credentials(std::string_view body, std::string_view action);
+// <ErrorResponse><Error><Code>..</Code><Message>..</Message></Error></ErrorResponse>.
+Result<S3ErrorInfo> parse_sts_error(std::string_view body);
 
 // Percent-decoding; '+' becomes a space when plus_is_space. kCorrupt on a bad escape.
 Result<std::string> url_decode(std::string_view s, bool plus_is_space);

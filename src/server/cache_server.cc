@@ -390,6 +390,11 @@ std::string CacheServer::stats_json() const {
   j["miss_latency_us"] = pct(miss_latency_us_);
   j["memory_cache"] = cache_json(memory_.counters());
   j["ssd_cache"] = ssd_ != nullptr ? cache_json(ssd_->counters()) : nlohmann::json(nullptr);
+  for (const auto& part : options_.extra_stats) {
+    if (!part) continue;
+    auto extra = nlohmann::json::parse(part(), nullptr, false);
+    if (extra.is_object()) j.update(extra);
+  }
   return j.dump();
 }
 

@@ -13,6 +13,10 @@ percent-decode, then encode every byte outside A-Z a-z 0-9 - _ . ~ (and "/" in t
 the query by key then value. Access keys, secrets, signed headers, the payload hash, the date and
 IAM policies are still moto's own checks, so a wrong secret or a tampered request is refused.
 
+It also lets AssumeRoleWithWebIdentity through unsigned when authentication is on, as AWS does
+(the web identity token is the proof; moto 5.2 answers 500 to any unsigned request once it checks
+signatures). Every other action is still checked.
+
 Usage: moto_server.py -H 127.0.0.1 -p PORT  (authentication follows INITIAL_NO_AUTH_ACTION_COUNT)
 """
 
@@ -53,6 +57,18 @@ def _install_patch() -> None:
         return original(self)
 
     access_control.IAMRequestBase._create_aws_request = create_aws_request
+
+    from moto.core.authorization import ActionAuthenticatorMixin
+
+    original_auth = ActionAuthenticatorMixin._authenticate_and_authorize_normal_action
+
+    def authenticate(self, resource: str = "*"):
+        if "Authorization" not in self.headers and \
+                self._get_action() in ("AssumeRoleWithWebIdentity", "AssumeRoleWithSAML"):
+            return None
+        return original_auth(self, resource)
+
+    ActionAuthenticatorMixin._authenticate_and_authorize_normal_action = authenticate
 
 
 class _KeepRawTarget:
