@@ -195,6 +195,23 @@ metrics::Collector serve_collector(ServeMetricsSources s) {
   };
 }
 
+metrics::Collector credentials_collector(const s3::CredentialProvider& provider) {
+  return [p = &provider](MetricSink& out) {
+    const s3::CredentialStatus st = p->status();
+    out.gauge("warmfs_credentials_info", "Always 1; where the credentials in use come from")
+        .add(1, {{"source", st.source}});
+    if (st.expires_at) {
+      out.gauge("warmfs_credentials_expiry_timestamp_seconds",
+                "When the credentials in use expire, Unix time")
+          .add(std::chrono::duration<double>(st.expires_at->time_since_epoch()).count());
+    }
+    out.counter("warmfs_credentials_refreshes_total", "Successful refreshes of the credentials")
+        .add(d(st.refreshes));
+    out.counter("warmfs_credentials_refresh_failures_total", "Failed refresh attempts")
+        .add(d(st.refresh_failures));
+  };
+}
+
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(
     const std::string& listen, std::vector<metrics::Collector> collectors) {
   WARMFS_ASSIGN_OR_RETURN(ListenAddress address, parse_listen_address(listen, kMetricsListenRules));

@@ -21,6 +21,7 @@
 #include "fs/filesystem.h"
 #include "metrics/metrics_server.h"
 #include "metrics/registry.h"
+#include "objstore/credential_provider.h"
 #include "objstore/s3_store.h"
 #include "readahead/read_path.h"
 #include "server/cache_server.h"
@@ -52,6 +53,9 @@ struct ServeMetricsSources {
 metrics::Collector process_collector();
 metrics::Collector mount_collector(MountMetricsSources sources);
 metrics::Collector serve_collector(ServeMetricsSources sources);
+// warmfs_credentials_info{source} and, for credentials that expire,
+// warmfs_credentials_expiry_timestamp_seconds. provider must outlive the endpoint.
+metrics::Collector credentials_collector(const s3::CredentialProvider& provider);
 
 // A registry and the server that answers /metrics from it.
 class MetricsEndpoint {

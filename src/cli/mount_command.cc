@@ -347,7 +347,8 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     auto m = MetricsEndpoint::start(
         a.metrics_listen,
         {process_collector(), mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
-                                               d.store.get(), d.uploader.get(), d.remote.get()})});
+                                               d.store.get(), d.uploader.get(), d.remote.get()}),
+         credentials_collector(d.store->credential_provider())});
     if (!m.is_ok()) {
       send_ready(ready_fd, m.status());
       if (ready_fd < 0) print_error(m.status().message());

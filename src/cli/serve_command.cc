@@ -240,7 +240,8 @@ int run_serve(const ServeArgs& a) {
       for (const auto& s : stores) served.push_back(s.get());
       auto m = MetricsEndpoint::start(a.metrics_listen,
                                       {process_collector(),
-                                       serve_collector({&server, &memory, ssd->get(), served})});
+                                       serve_collector({&server, &memory, ssd->get(), served}),
+                                       credentials_collector(*credentials)});
       if (!m.is_ok()) {
         print_error(m.status().message());
         return kExitFailure;

@@ -25,6 +25,7 @@ from pathlib import Path
 import boto3
 
 import harness
+import prometheus
 
 sys.path.insert(0, str(harness.REPO / "tools" / "lib"))
 from credential_server import CredentialServer  # noqa: E402
@@ -44,6 +45,7 @@ def _session(key=None, secret=None, token=None):
 
 
 def setUpModule():
+    prometheus.require_promtool()
     harness.require("warmfs", "fuse", "moto")
     global MOTO, ROLE_ARN
     MOTO = harness.start_server(unittest.addModuleCleanup, harness.MotoServer())
@@ -212,6 +214,7 @@ def paced_read(path: Path, piece: int, pause: float) -> bytes:
 class Refresh(CredentialsCase):
     def test_imds_credentials_refresh_under_a_long_read(self):
         server = self.credential_server(lifetime=8)
+        metrics_port = harness.free_port()
         # The bucket behind a 10 Mbit/s proxy: one pass over 24 MiB takes about 20 s, its GETs
         # spread over it, while the credentials are replaced every 4 s.
         proxy = harness.start_server(self.addCleanup, harness.S3Proxy(
@@ -219,7 +222,8 @@ class Refresh(CredentialsCase):
         m = harness.Mount(proxy, f"s3://{BUCKET}", credentials=False,
                           env_extra={"AWS_EC2_METADATA_DISABLED": "false",
                                      "AWS_EC2_METADATA_SERVICE_ENDPOINT": server.endpoint},
-                          args=["--memory-cache-size", "16M", "--read-only"],
+                          args=["--memory-cache-size", "16M", "--read-only",
+                                "--metrics-listen", f"127.0.0.1:{metrics_port}"],
                           name=self._testMethodName)
         self.addCleanup(m.close)
         m.start()
@@ -259,6 +263,16 @@ class Refresh(CredentialsCase):
         self.assertIsNotNone(gets_at_third, samples)
         self.assertGreater(end["bucket_requests"]["get"], gets_at_third, samples)
         self.assertNotIn(" 403", m.log.read_text())
+        # Prometheus sees the same: the source, an expiry ahead, the refreshes (promtool passes).
+        after = m.stats()["credentials"]
+        metrics = prometheus.scrape(self, metrics_port)
+        self.assertEqual(metrics.get("warmfs_credentials_info", source="imds"), 1)
+        self.assertGreater(metrics.get("warmfs_credentials_expiry_timestamp_seconds"), time.time())
+        self.assertGreaterEqual(metrics.get("warmfs_credentials_refreshes_total"), refreshes)
+        self.assertLessEqual(metrics.get("warmfs_credentials_refreshes_total"),
+                             m.stats()["credentials"]["refreshes"])
+        self.assertGreaterEqual(metrics.get("warmfs_credentials_refreshes_total"), after["refreshes"])
+        self.assertEqual(metrics.get("warmfs_credentials_refresh_failures_total"), 0)
 
     def test_container_endpoint_breaks_then_reads_fail_with_eacces(self):
         server = self.credential_server(lifetime=6)
