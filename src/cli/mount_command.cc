@@ -234,17 +234,15 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   ReadaheadOptions ra;
   ra.max_inflight_bytes = budget.readahead_bytes;
   BlockCache* cache = d.memory.get();
+  // SSD hits go up into memory on their second hit (tiered_cache.h): a pass over more than
+  // memory holds is served from the disk without turning memory over
+  // (docs/benchmark-misses.md).
+  TieredCache::Options disk_promotion;
+  disk_promotion.promote_after_second_hit = std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
   if (!a.cache_dir.empty()) {
     WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
                                                       budget.ssd_queue_bytes, clock));
-    // SSD hits go up into memory on their second hit (tiered_cache.h): a pass over more than
-    // memory holds is served from the disk without turning memory over. Four 1 GiB objects
-    // read from the SSD tier through a 2 GiB memory tier: 1,368-1,552 MB/s against 918-1,093
-    // when every hit was promoted (docs/benchmark-misses.md).
-    TieredCache::Options to;
-    to.promote_after_second_hit =
-        std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk, to);
+    d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk, disk_promotion);
     cache = d.tiers.get();
   }
   if (!a.cache_servers.empty()) {
@@ -255,7 +253,9 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
       d.disk_over_remote = std::make_unique<TieredCache>(*d.disk, *d.remote);
       below = d.disk_over_remote.get();
     }
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *below);
+    // With a local SSD tier, memory sits over the disk as without servers, and keeps its
+    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip).
+    d.tiers = std::make_unique<TieredCache>(*d.memory, *below, d.disk ? disk_promotion : TieredCache::Options{});
     cache = d.tiers.get();
   }
   d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
