@@ -60,7 +60,9 @@ struct RemoteCacheOptions {
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{30000};
   std::chrono::seconds log_interval{10};
-  // Kept-alive connections per server: as many as the read path has fetch threads.
+  // Idle connections kept alive per server (http::ClientOptions::max_connections). More
+  // requests than this may run at once (the read path has 64 fetch threads); the extra
+  // connections are closed when their request ends.
   int connections_per_server = 32;
 };
 

@@ -223,7 +223,7 @@ int run_serve(const ServeArgs& a) {
   CacheServerOptions so;
   so.token = *token;
   so.version_check_interval = std::chrono::seconds(static_cast<int64_t>(a.version_check_sec));
-  // Misses of many clients at once: more fetch threads than a mount, each one request.
+  // Misses of many clients at once, one bucket request per fetch thread.
   so.readahead.fetch_threads = 32;
   so.readahead.max_inflight_bytes = budget.readahead_bytes;
   if (credentials) {
