@@ -27,7 +27,7 @@ constexpr std::array kMountFlags = {
     FlagSpec{"cache-size", Kind::kValue},      FlagSpec{"cache-ttl", Kind::kValue},
     FlagSpec{"prefetch", Kind::kList},         FlagSpec{"cache-server", Kind::kList},
     FlagSpec{"token-file", Kind::kValue},      FlagSpec{"insecure-no-token", Kind::kSwitch},
-    FlagSpec{"cache-server-ca", Kind::kValue},
+    FlagSpec{"cache-server-ca", Kind::kValue}, FlagSpec{"metrics-listen", Kind::kValue},
 };
 
 // Options that concern mount(8), fstab or systemd only, or that FUSE and warmfs already

@@ -101,6 +101,33 @@ class Endpoints(harness.WarmfsTestCase):
                 m.close()
 
 
+class MountHelperOptions(harness.WarmfsTestCase):
+    def test_every_mount_flag_is_an_fstab_option(self):
+        # mount(8)'s helper keeps its own list of warmfs mount's flags (src/cli/mount_options.cc):
+        # each long flag `warmfs mount --help` shows must pass through it, so the two cannot
+        # drift apart. -f prints the command it would run and mounts nothing.
+        d = _tempdir(self)
+        env = harness.base_env(d / "home")
+        help_text = harness.run_cli(["mount", "--help"], env, timeout=15).stdout
+        flags = re.findall(r"^\s+(?:-\w,)?--([a-z][a-z0-9-]+)(?: ([A-Z]{3,}\S*))?", help_text, re.M)
+        self.assertGreater(len(flags), 20, help_text)
+        helper = d / "mount.warmfs"
+        helper.symlink_to(harness.WARMFS)
+        for name, kind in flags:
+            if name == "help":
+                continue
+            value = "" if not kind else ("=1" if "INT" in kind or name == "upload-threads"
+                                              else "=x")
+            with self.subTest(flag=name):
+                run = subprocess.run([str(helper), "s3://cli", str(d / "mnt"), "-f", "-o",
+                                      name.replace("-", "_") + value],
+                                     env=env, capture_output=True, text=True, timeout=15)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                self.assertIn(f"--{name}" if name not in ("uid", "gid") else f"--{name} 1",
+                              run.stderr)
+        self.assertFalse(harness.is_mounted(d / "mnt"))
+
+
 class UsageErrors(harness.WarmfsTestCase):
     CASES = {
         "unknown option": ["--no-such-option"],
