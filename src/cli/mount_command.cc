@@ -127,9 +127,6 @@ Status attach_credentials(const MountArgs& a, S3Config& c) {
   req.anonymous = a.no_sign_request;
   auto provider = s3::resolve_credential_chain(req, c.region, s3::default_chain_deps(c.http));
   if (!provider.is_ok()) return Status(provider.code(), "credentials: " + provider.status().message());
-  const s3::CredentialStatus cs = (*provider)->status();
-  log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
-            cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
   c.credential_provider = std::move(*provider);
   c.anonymous = c.credential_provider->anonymous();
   return Status::ok();
@@ -226,6 +223,10 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   Daemon d;
   if (!config.credential_provider) WARMFS_RETURN_IF_ERROR(attach_credentials(a, config));
   std::shared_ptr<const s3::CredentialProvider> credentials = config.credential_provider;
+  // Logged by the daemon (its log file or syslog), not by the command that starts it.
+  const s3::CredentialStatus cs = credentials->status();
+  log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
+            cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
   const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
   MemoryCacheOptions mco;
