@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "common/buffer.h"
+#include "common/hex.h"
 
 namespace warmfs::http {
 namespace {
@@ -369,7 +370,6 @@ Result<Response> Client::perform(const Request& request) {
 }
 
 std::string uri_encode(std::string_view s, bool keep_slash) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(s.size() * 3 / 2);
   for (char ch : s) {
@@ -380,8 +380,7 @@ std::string uri_encode(std::string_view s, bool keep_slash) {
       out.push_back(ch);
     } else {
       out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 0xF]);
+      append_hex_byte(out, c, HexCase::kUpper);
     }
   }
   return out;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "common/hex.h"
 #include "objstore/sigv4.h"
 
 namespace warmfs::s3 {
@@ -17,24 +18,6 @@ std::array<unsigned char, 16> md5(std::span<const std::byte> data) {
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), out.data(), &len, EVP_md5(), nullptr);
   return out;
-}
-
-std::string to_hex(std::span<const unsigned char> data) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(data.size() * 2);
-  for (unsigned char c : data) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 0xF]);
-  }
-  return out;
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 }  // namespace
@@ -65,8 +48,8 @@ std::string multipart_etag(std::span<const std::string> part_etags) {
   for (const std::string& etag : part_etags) {
     if (etag.size() != 32) return {};
     for (size_t i = 0; i < 32; i += 2) {
-      const int hi = hex_value(etag[i]);
-      const int lo = hex_value(etag[i + 1]);
+      const int hi = hex_digit_value(etag[i]);
+      const int lo = hex_digit_value(etag[i + 1]);
       if (hi < 0 || lo < 0) return {};
       digests.push_back(static_cast<std::byte>(hi * 16 + lo));
     }

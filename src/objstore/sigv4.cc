@@ -9,6 +9,7 @@
 #include <cctype>
 #include <map>
 
+#include "common/hex.h"
 #include "objstore/time_format.h"
 
 namespace warmfs::s3 {
@@ -17,16 +18,6 @@ namespace {
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 
 using Digest = std::array<unsigned char, 32>;
-
-std::string to_hex(const unsigned char* data, size_t n) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(n * 2, '\0');
-  for (size_t i = 0; i < n; ++i) {
-    out[2 * i] = kHex[data[i] >> 4];
-    out[2 * i + 1] = kHex[data[i] & 0xF];
-  }
-  return out;
-}
 
 Digest hmac(std::string_view key, std::string_view data) {
   Digest out{};
@@ -99,7 +90,7 @@ std::string sha256_hex(std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(data.data(), data.size(), out, &len, EVP_sha256(), nullptr);
-  return to_hex(out, len);
+  return to_hex(std::span<const unsigned char>(out, len));
 }
 
 std::string canonical_query_string(const QueryParams& query) {
@@ -169,7 +160,7 @@ SigningResult SigV4Signer::sign(const SigningRequest& request, const Credentials
   const Digest k_service = hmac(as_view(k_region), service_);
   const Digest k_signing = hmac(as_view(k_service), "aws4_request");
   const Digest sig = hmac(as_view(k_signing), out.string_to_sign);
-  out.signature = to_hex(sig.data(), sig.size());
+  out.signature = to_hex(std::span<const unsigned char>(sig.data(), sig.size()));
 
   out.authorization =
       fmt::format("{} Credential={}/{}, SignedHeaders={}, Signature={}", kAlgorithm,

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <pugixml.hpp>
 
+#include "common/hex.h"
 #include "objstore/time_format.h"
 
 namespace warmfs::s3 {
@@ -82,13 +83,6 @@ Result<ObjectInfo> parse_contents(pugi::xml_node node, bool url_encoded) {
   return info;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 Result<std::string> url_decode(std::string_view s, bool plus_is_space) {
@@ -97,8 +91,8 @@ Result<std::string> url_decode(std::string_view s, bool plus_is_space) {
   for (size_t i = 0; i < s.size(); ++i) {
     char c = s[i];
     if (c == '%') {
-      const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
-      const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+      const int hi = i + 2 < s.size() ? hex_digit_value(s[i + 1]) : -1;
+      const int lo = i + 2 < s.size() ? hex_digit_value(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
         return Status(Errc::kCorrupt, fmt::format("bad percent escape in '{}'", one_line(s)));
       }

@@ -14,36 +14,11 @@
 #include <map>
 #include <sstream>
 
+#include "common/hex.h"
 #include "common/log.h"
 
 namespace warmfs {
 namespace {
-
-std::string to_hex(std::string_view s) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size() * 2);
-  for (unsigned char c : s) {
-    out.push_back(kDigits[c >> 4]);
-    out.push_back(kDigits[c & 15]);
-  }
-  return out;
-}
-
-std::string from_hex(std::string_view s) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i + 1 < s.size(); i += 2) {
-    const int hi = nibble(s[i]), lo = nibble(s[i + 1]);
-    if (hi < 0 || lo < 0) return {};
-    out.push_back(static_cast<char>(hi << 4 | lo));
-  }
-  return out;
-}
 
 // Aborts the uploads a dead mount's journal left open; returns how many.
 uint64_t recover_journal(const std::string& path, ObjectStore& store) {
@@ -54,7 +29,7 @@ uint64_t recover_journal(const std::string& path, ObjectStore& store) {
     std::istringstream f(line);
     std::string kind, id, hex;
     f >> kind >> id >> hex;
-    if (kind == "B" && !id.empty()) open[id] = from_hex(hex);
+    if (kind == "B" && !id.empty()) open[id] = from_hex(hex).value_or("");
     if (kind == "E") open.erase(id);
   }
   uint64_t aborted = 0;

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/hex.h"
+
 namespace warmfs {
 
 std::vector<std::byte> to_bytes(std::string_view text) {
@@ -17,13 +19,7 @@ std::string MemoryObjectStore::md5_hex(std::span<const std::byte> bytes) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_md5(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
-  }
-  return out;
+  return to_hex(std::span<const unsigned char>(md, len));
 }
 
 MemoryObjectStore::MemoryObjectStore(std::string bucket, Clock& clock)
