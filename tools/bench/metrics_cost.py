@@ -23,8 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
-import harness  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import harness  # noqa: E402
 
 MiB = 1024 * 1024
 
