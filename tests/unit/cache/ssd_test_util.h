@@ -12,22 +12,11 @@
 #include "cache/block_cache.h"
 #include "cache/ssd_cache.h"
 #include "io/file_io.h"
+#include "support/temp_dir.h"
 #include "support/test_data.h"
 
 namespace warmfs::testing {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/warmfs-ssd-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string cache() const { return path + "/cache"; }
-};
 
 // Delegates to pread/pwrite unless told to fail reads or writes with an errno.
 class FaultyIo final : public io::FileIo {

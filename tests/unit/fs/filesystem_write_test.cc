@@ -11,6 +11,7 @@
 #include "support/fake_clock.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
+#include "support/temp_dir.h"
 #include "upload/staging.h"
 
 namespace warmfs {
@@ -23,7 +24,8 @@ struct WriteFixture {
   MemoryObjectStore bucket{"b", clock};
   FaultInjectingStore store{bucket};
   MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
-  std::string dir;
+  testing::TempDir tmp{"warmfs-fs-write-test"};
+  std::string dir = tmp.path;
   std::unique_ptr<StagingArea> staging;
   std::unique_ptr<Uploader> uploader;
   std::unique_ptr<ReadPath> read_path;
@@ -31,8 +33,6 @@ struct WriteFixture {
   std::unique_ptr<Filesystem> fs;
 
   explicit WriteFixture(bool read_only = false) {
-    char tmpl[] = "/tmp/warmfs-fs-write-test-XXXXXX";
-    dir = ::mkdtemp(tmpl);
     staging = StagingArea::open(dir, store).value();
     UploaderOptions uo;
     uo.bucket = "b";
@@ -50,7 +50,6 @@ struct WriteFixture {
     fs.reset();
     uploader.reset();
     staging.reset();
-    std::filesystem::remove_all(dir);
   }
   std::string object(const std::string& key) {
     auto b = bucket.object_bytes(key);

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/temp_dir.h"
 #include "support/test_data.h"
 
 using namespace warmfs;
@@ -18,19 +19,9 @@ namespace {
 
 // A file under a fresh temp dir, removed with it.
 struct TempFile {
-  std::string dir;
-  std::string path;
-  io::UniqueFd fd;
-  TempFile() {
-    char tmpl[] = "/tmp/warmfs-io-test-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-    path = dir + "/f";
-    fd.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  }
-  ~TempFile() {
-    fd.reset();
-    std::filesystem::remove_all(dir);
-  }
+  testing::TempDir dir{"warmfs-io-test"};
+  std::string path = dir.path + "/f";
+  io::UniqueFd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600)};
 };
 
 std::unique_ptr<io::FileIo> make(bool uring) {

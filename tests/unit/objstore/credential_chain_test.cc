@@ -14,6 +14,7 @@
 
 #include "objstore/xml.h"
 #include "support/fake_clock.h"
+#include "support/temp_dir.h"
 
 using namespace std::chrono_literals;
 using warmfs::Errc;
@@ -25,6 +26,8 @@ using warmfs::http::Response;
 using namespace warmfs::s3;
 
 namespace {
+
+using warmfs::testing::TempHome;
 
 constexpr const char* kStsOk =
     R"(<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
@@ -59,20 +62,6 @@ constexpr const char* kStsError =
 
 constexpr const char* kMetadataJson =
     R"({"Code":"Success","AccessKeyId":"ASIAMD","SecretAccessKey":"mdsecret","Token":"mdtoken","Expiration":"2024-01-01T00:30:00Z"})";
-
-struct TempHome {
-  std::filesystem::path dir;
-  TempHome() {
-    char tmpl[] = "/tmp/warmfs-chain-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    std::filesystem::create_directories(dir / ".aws");
-  }
-  ~TempHome() { std::filesystem::remove_all(dir); }
-  std::string write(const std::string& rel, const std::string& text) const {
-    std::ofstream(dir / rel) << text;
-    return (dir / rel).string();
-  }
-};
 
 // Everything the chain can reach, faked; requests are recorded.
 struct World {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "support/fake_clock.h"
+#include "support/temp_dir.h"
 
 using warmfs::Errc;
 using warmfs::s3::CredentialRequest;
@@ -17,6 +18,8 @@ using warmfs::s3::EnvLookup;
 using warmfs::s3::resolve_region;
 
 namespace {
+
+using warmfs::testing::TempHome;
 
 // A fake environment for the resolver.
 struct FakeEnv {
@@ -26,20 +29,6 @@ struct FakeEnv {
       auto it = vars.find(name);
       return it == vars.end() ? nullptr : it->second.c_str();
     };
-  }
-};
-
-// A temporary HOME with optional ~/.aws files, removed afterwards.
-struct TempHome {
-  std::filesystem::path dir;
-  TempHome() {
-    char tmpl[] = "/tmp/warmfs-cred-test-XXXXXX";
-    dir = mkdtemp(tmpl);
-    std::filesystem::create_directories(dir / ".aws");
-  }
-  ~TempHome() { std::filesystem::remove_all(dir); }
-  void write(const std::string& rel, const std::string& text) const {
-    std::ofstream(dir / rel) << text;
   }
 };
 

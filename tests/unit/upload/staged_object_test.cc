@@ -10,6 +10,7 @@
 #include "support/fake_clock.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
+#include "support/temp_dir.h"
 #include "upload/staged_object.h"
 #include "upload/staging.h"
 
@@ -31,13 +32,12 @@ struct Fixture {
   MemoryObjectStore bucket{"b", clock};
   FaultInjectingStore store{bucket};
   MemoryCache cache{MemoryCacheOptions{256 << 20, 16}};
-  std::string dir;
+  testing::TempDir tmp{"warmfs-staging-test"};
+  std::string dir = tmp.path;
   std::unique_ptr<StagingArea> staging;
   std::unique_ptr<Uploader> uploader;
 
   Fixture() {
-    char tmpl[] = "/tmp/warmfs-staging-test-XXXXXX";
-    dir = ::mkdtemp(tmpl);
     staging = StagingArea::open(dir, store).value();
     UploaderOptions o;
     o.bucket = "b";
@@ -49,7 +49,6 @@ struct Fixture {
   ~Fixture() {
     uploader.reset();
     staging.reset();
-    std::filesystem::remove_all(dir);
   }
   std::vector<std::byte> in_bucket(const std::string& key) { return bucket.object_bytes(key).value_or(std::vector<std::byte>{}); }
 };
