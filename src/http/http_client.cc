@@ -112,33 +112,8 @@ size_t on_header(char* data, size_t size, size_t nmemb, void* userp) noexcept {
   auto* t = static_cast<Transfer*>(userp);
   const size_t n = size * nmemb;
   try {
-    std::string_view line(data, n);
-    if (line.starts_with("HTTP/")) {
-      t->response->headers.clear();  // a new response (after 100 Continue or similar)
-      size_t sp = line.find(' ');
-      long status = 0;
-      if (sp != std::string_view::npos) {
-        std::string_view code = line.substr(sp + 1, 3);
-        std::from_chars(code.data(), code.data() + code.size(), status);
-      }
-      t->status = status;
-      t->response->status = status;  // so far; perform() sets the final one
-      return n;
-    }
-    std::string_view content = trim(line);
-    if (content.empty()) return n;
-    if (line.front() == ' ' || line.front() == '\t') {  // obsolete line folding
-      if (!t->response->headers.empty()) {
-        auto& value = t->response->headers.back().second;
-        value.push_back(' ');
-        value.append(content);
-      }
-      return n;
-    }
-    size_t colon = content.find(':');
-    if (colon == std::string_view::npos) return n;
-    t->response->headers.emplace_back(lower(trim(content.substr(0, colon))),
-                                      std::string(trim(content.substr(colon + 1))));
+    apply_header_line(std::string_view(data, n), *t->response);
+    t->status = t->response->status;
   } catch (...) {
     t->callback_failed = true;
     return 0;
@@ -182,6 +157,34 @@ Result<Slist> build_header_list(const Request& request, bool has_body) {
 }
 
 }  // namespace
+
+void apply_header_line(std::string_view line, Response& response) {
+  if (line.starts_with("HTTP/")) {
+    response.headers.clear();  // a new response (after 100 Continue or similar)
+    size_t sp = line.find(' ');
+    long status = 0;
+    if (sp != std::string_view::npos) {
+      std::string_view code = line.substr(sp + 1, 3);
+      std::from_chars(code.data(), code.data() + code.size(), status);
+    }
+    response.status = status;  // so far; perform() sets the final one
+    return;
+  }
+  std::string_view content = trim(line);
+  if (content.empty()) return;
+  if (line.front() == ' ' || line.front() == '\t') {  // obsolete line folding
+    if (!response.headers.empty()) {
+      auto& value = response.headers.back().second;
+      value.push_back(' ');
+      value.append(content);
+    }
+    return;
+  }
+  size_t colon = content.find(':');
+  if (colon == std::string_view::npos) return;
+  response.headers.emplace_back(lower(trim(content.substr(0, colon))),
+                                std::string(trim(content.substr(colon + 1))));
+}
 
 std::string Response::header(std::string_view name) const {
   std::string lname = lower(name);

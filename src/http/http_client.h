@@ -114,6 +114,13 @@ class Client {
   ClientOptions options_;
 };
 
+// What one raw header line, as the server sent it (CRLF included), does to a response being
+// received: a status line ("HTTP/1.1 206 ...") starts a new response (headers cleared, status
+// set, 0 if unreadable); a line starting with a space or tab continues the last header's value
+// (obsolete folding); "Name: value" adds a header (name lower-cased, both trimmed); anything
+// else is ignored. May throw std::bad_alloc.
+void apply_header_line(std::string_view line, Response& response);
+
 // Percent-encodes per RFC 3986 (unreserved characters kept); keeps '/' when keep_slash.
 std::string uri_encode(std::string_view s, bool keep_slash);
 
