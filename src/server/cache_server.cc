@@ -2,32 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
 
 #include "cache/remote_protocol.h"
 #include "common/log.h"
+#include "server/chunk_request.h"
 
 namespace warmfs {
 namespace {
-
-// Compares without an early exit, so the time taken does not tell how much of a guess matched.
-bool same_token(std::string_view given, std::string_view want) {
-  if (want.empty()) return false;
-  unsigned char diff = given.size() == want.size() ? 0 : 1;
-  for (size_t i = 0; i < want.size(); ++i) {
-    diff |= static_cast<unsigned char>(want[i] ^ (i < given.size() ? given[i] : 0));
-  }
-  return diff == 0;
-}
-
-std::optional<uint64_t> parse_u64(std::string_view s) {
-  uint64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 http::ServerResponse json_response(int status, const nlohmann::json& j) {
   http::ServerResponse r;
@@ -148,9 +131,7 @@ http::ServerResponse CacheServer::answer(const http::ServerRequest& request) {
   }
   if (!options_.token.empty()) {
     const std::string auth = request.header("authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (auth.rfind(kBearer, 0) != 0 ||
-        !same_token(std::string_view(auth).substr(kBearer.size()), options_.token)) {
+    if (!bearer_token_ok(auth, options_.token)) {
       return refuse(401, "Unauthorized",
                     auth.empty() ? "no token (Authorization: Bearer TOKEN)" : "wrong token");
     }
@@ -239,22 +220,11 @@ Result<uint64_t> CacheServer::check_version(Bucket& b, const std::string& bucket
 http::ServerResponse CacheServer::handle_chunk(const http::ServerRequest& request) {
   const auto start = clock_.now();
   chunk_requests_.fetch_add(1, std::memory_order_relaxed);
-  for (const char* name : {"bucket", "key", "etag", "index"}) {
-    if (!request.has_arg(name) || (request.arg(name).empty() && std::string_view(name) != "etag")) {
-      return refuse(400, "BadRequest", fmt::format("missing argument '{}'", name));
-    }
+  auto parsed = parse_chunk_request(request, options_.chunk_size);
+  if (const auto* bad = std::get_if<ChunkRequestError>(&parsed)) {
+    return refuse(400, bad->code, bad->message);
   }
-  ChunkKey key{request.arg("bucket"), request.arg("key"), request.arg("etag"), 0};
-  const auto index = parse_u64(request.arg("index"));
-  if (!index) return refuse(400, "BadRequest", "index must be a number");
-  key.index = *index;
-  if (key.etag.empty())
-    return refuse(400, "BadRequest", "an ETag is required: the server serves named versions only");
-  if (request.has_arg("chunk_size") &&
-      parse_u64(request.arg("chunk_size")) != options_.chunk_size) {
-    return refuse(400, "ChunkSizeMismatch",
-                  fmt::format("this server's chunks are {} bytes", options_.chunk_size));
-  }
+  const ChunkKey key = std::get<ChunkKey>(std::move(parsed));
   auto bit = buckets_.find(key.bucket);
   if (bit == buckets_.end()) {
     return refuse(404, "NoSuchBucket", "this server does not serve bucket " + key.bucket);

@@ -1,0 +1,78 @@
+// parse_chunk_request and bearer_token_ok: the cache server's reading of a request.
+#include "server/chunk_request.h"
+
+#include <catch2/catch.hpp>
+
+using namespace warmfs;
+
+namespace {
+
+http::ServerRequest chunk_request(std::vector<std::pair<std::string, std::string>> query) {
+  http::ServerRequest r;
+  r.method = "GET";
+  r.path = "/v1/chunk";
+  r.query = std::move(query);
+  return r;
+}
+
+std::string refusal(const std::variant<ChunkKey, ChunkRequestError>& v) {
+  const auto* e = std::get_if<ChunkRequestError>(&v);
+  return e ? e->code + ": " + e->message : "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("a chunk request's arguments become its chunk key", "[server]") {
+  auto v = parse_chunk_request(chunk_request({{"bucket", "data"},
+                                              {"key", "a b/\xff"},
+                                              {"etag", "\"e\""},
+                                              {"index", "7"},
+                                              {"chunk_size", "8"}}),
+                               8);
+  REQUIRE(std::holds_alternative<ChunkKey>(v));
+  const ChunkKey& k = std::get<ChunkKey>(v);
+  CHECK(k.bucket == "data");
+  CHECK(k.key == "a b/\xff");
+  CHECK(k.etag == "\"e\"");
+  CHECK(k.index == 7);
+  // Without chunk_size the server's own applies.
+  CHECK(refusal(parse_chunk_request(
+            chunk_request({{"bucket", "b"}, {"key", "k"}, {"etag", "e"}, {"index", "0"}}), 8)) ==
+        "accepted");
+}
+
+TEST_CASE("a malformed chunk request is refused with its reason", "[server]") {
+  const uint64_t cs = 1 << 20;
+  CHECK(refusal(parse_chunk_request(chunk_request({{"key", "k"}, {"etag", "e"}, {"index", "0"}}),
+                                    cs)) == "BadRequest: missing argument 'bucket'");
+  CHECK(refusal(parse_chunk_request(
+            chunk_request({{"bucket", "b"}, {"key", ""}, {"etag", "e"}, {"index", "0"}}), cs)) ==
+        "BadRequest: missing argument 'key'");
+  CHECK(refusal(parse_chunk_request(chunk_request({{"bucket", "b"}, {"key", "k"}, {"index", "0"}}),
+                                    cs)) == "BadRequest: missing argument 'etag'");
+  CHECK(refusal(parse_chunk_request(
+            chunk_request({{"bucket", "b"}, {"key", "k"}, {"etag", ""}, {"index", "0"}}), cs)) ==
+        "BadRequest: an ETag is required: the server serves named versions only");
+  for (const char* bad : {"", "-1", "1x", " 1", "18446744073709551616", "0x10"}) {
+    CHECK(refusal(parse_chunk_request(
+              chunk_request({{"bucket", "b"}, {"key", "k"}, {"etag", "e"}, {"index", bad}}),
+              cs)) == (std::string_view(bad).empty() ? "BadRequest: missing argument 'index'"
+                                                     : "BadRequest: index must be a number"));
+  }
+  CHECK(refusal(parse_chunk_request(chunk_request({{"bucket", "b"},
+                                                   {"key", "k"},
+                                                   {"etag", "e"},
+                                                   {"index", "0"},
+                                                   {"chunk_size", "x"}}),
+                                    cs)) == "ChunkSizeMismatch: this server's chunks are 1048576 bytes");
+}
+
+TEST_CASE("the bearer token must match exactly", "[server]") {
+  CHECK(bearer_token_ok("Bearer secret", "secret"));
+  CHECK_FALSE(bearer_token_ok("Bearer secre", "secret"));
+  CHECK_FALSE(bearer_token_ok("Bearer secret2", "secret"));
+  CHECK_FALSE(bearer_token_ok("bearer secret", "secret"));
+  CHECK_FALSE(bearer_token_ok("Bearer", "secret"));
+  CHECK_FALSE(bearer_token_ok("", "secret"));
+  CHECK_FALSE(bearer_token_ok("Bearer ", ""));  // no token configured is never a match
+}
