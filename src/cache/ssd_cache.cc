@@ -184,11 +184,8 @@ ChunkPtr SsdCache::get(const ChunkKey& key) {
     fail(n.status(), "read");
     return miss();
   }
-  const std::span<const std::byte> data(buf.data(), e.length);
-  const bool intact = *n >= record &&
-                      ssd_record::matches(buf.subspan(e.length, ssd_record::kTrailerBytes),
-                                          {e.length, e.crc32c, ssd_record::key_crc(enc), e.gen}) &&
-                      crc32c(data) == e.crc32c;
+  const bool intact = ssd_record::intact(buf.first(std::min<size_t>(*n, buf.size())),
+                                         {e.length, e.crc32c, ssd_record::key_crc(enc), e.gen});
   if (!intact) {
     bool stale;
     {

@@ -147,9 +147,10 @@ Status SsdCache::recover() {
                             auto g = gens.find(e.region);
                             if (g == gens.end() || g->second != e.gen)
                               return false;  // a stale fill
-                            const uint64_t end = e.offset + e.length + ssd_record::kTrailerBytes;
-                            if (end > sizes[e.region] || end > options_.region_bytes)
+                            if (!ssd_record::fits(e.offset, e.length, sizes[e.region],
+                                                  options_.region_bytes))
                               return false;  // cut short
+                            const uint64_t end = e.offset + e.length + ssd_record::kTrailerBytes;
                             RegionInfo& r = found[e.region];
                             r.live_bytes += e.length;
                             ++r.live_chunks;

@@ -48,7 +48,9 @@ std::string region_key(uint32_t region) {
   return k;
 }
 
-std::string encode_entry(const SsdIndexEntry& e) {
+}  // namespace
+
+std::string encode_index_entry(const SsdIndexEntry& e) {
   std::string v;
   v.reserve(kEntryBytes);
   v.push_back(static_cast<char>(kEntryVersion));
@@ -60,7 +62,7 @@ std::string encode_entry(const SsdIndexEntry& e) {
   put_be(v, static_cast<uint64_t>(e.last_read_sec), 8);
   return v;
 }
-std::optional<SsdIndexEntry> decode_entry(std::string_view v) {
+std::optional<SsdIndexEntry> decode_index_entry(std::string_view v) {
   if (v.size() != kEntryBytes || static_cast<uint8_t>(v[0]) != kEntryVersion) return std::nullopt;
   const char* p = v.data() + 1;
   SsdIndexEntry e;
@@ -72,6 +74,8 @@ std::optional<SsdIndexEntry> decode_entry(std::string_view v) {
   e.last_read_sec = static_cast<int64_t>(get_be(p + 28, 8));
   return e;
 }
+
+namespace {
 
 Status to_status(const rocksdb::Status& s, const char* what) {
   if (s.ok()) return Status::ok();
@@ -124,7 +128,7 @@ Result<std::optional<SsdIndexEntry>> SsdIndex::get(std::string_view key) const {
   const rocksdb::Status s = impl_->db->Get(impl_->read_options, chunk_key(key), &value);
   if (s.IsNotFound()) return std::optional<SsdIndexEntry>();
   if (!s.ok()) return to_status(s, "get");
-  auto e = decode_entry(value);
+  auto e = decode_index_entry(value);
   if (!e) return Status(Errc::kCorrupt, "ssd index: malformed entry");
   return e;
 }
@@ -135,11 +139,11 @@ Status SsdIndex::put(std::string_view key, const SsdIndexEntry& entry) {
   std::string old;
   const rocksdb::Status g = impl_->db->Get(impl_->read_options, ck, &old);
   if (g.ok()) {
-    if (auto e = decode_entry(old); e && !e->same_place(entry)) batch.Delete(back_key(*e));
+    if (auto e = decode_index_entry(old); e && !e->same_place(entry)) batch.Delete(back_key(*e));
   } else if (!g.IsNotFound()) {
     return to_status(g, "get");
   }
-  batch.Put(ck, encode_entry(entry));
+  batch.Put(ck, encode_index_entry(entry));
   batch.Put(back_key(entry), rocksdb::Slice(key.data(), key.size()));
   return to_status(impl_->db->Write(impl_->write_options, &batch), "put");
 }
@@ -165,7 +169,7 @@ Result<uint64_t> SsdIndex::erase_region(uint32_t region, uint64_t gen) {
     // The key may since have been stored elsewhere: only delete an entry that points here.
     std::string value;
     if (impl_->db->Get(impl_->read_options, ck, &value).ok()) {
-      auto e = decode_entry(value);
+      auto e = decode_index_entry(value);
       if (!e || (e->region == region && e->gen == gen)) batch.Delete(ck);
     }
     ++n;
@@ -227,7 +231,7 @@ Result<uint64_t> SsdIndex::scan(
   std::unique_ptr<rocksdb::Iterator> it(impl_->db->NewIterator(impl_->read_options));
   for (it->Seek(prefix); it->Valid() && starts_with(it->key(), prefix); it->Next()) {
     const std::string_view key(it->key().data() + 1, it->key().size() - 1);
-    auto e = decode_entry(std::string_view(it->value().data(), it->value().size()));
+    auto e = decode_index_entry(std::string_view(it->value().data(), it->value().size()));
     if (e && visit(key, *e)) continue;
     drops.Delete(it->key());
     if (e) drops.Delete(back_key(*e));

@@ -43,6 +43,12 @@ struct SsdIndexEntry {
   }
 };
 
+// An entry's value in the index (a version byte, then the fields big-endian), and back:
+// nullopt for any value that is not exactly one well-formed entry (a crash or foreign bytes
+// may leave anything there). Pure functions.
+std::string encode_index_entry(const SsdIndexEntry& e);
+std::optional<SsdIndexEntry> decode_index_entry(std::string_view value);
+
 class SsdIndex {
  public:
   // Opens (creating if missing) the database in dir.

@@ -40,4 +40,15 @@ bool matches(std::span<const std::byte> t, const Fields& expected) {
 
 uint32_t key_crc(std::string_view encoded_key) { return crc32c(encoded_key); }
 
+bool fits(uint64_t offset, uint32_t length, uint64_t file_size, uint64_t region_bytes) {
+  const uint64_t end = offset + length + kTrailerBytes;
+  return end <= file_size && end <= region_bytes;
+}
+
+bool intact(std::span<const std::byte> read, const Fields& expected) {
+  const size_t record = size_t{expected.length} + kTrailerBytes;
+  return read.size() >= record && matches(read.subspan(expected.length, kTrailerBytes), expected) &&
+         crc32c(read.first(expected.length)) == expected.data_crc;
+}
+
 }  // namespace warmfs::ssd_record

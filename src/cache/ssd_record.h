@@ -29,5 +29,13 @@ Trailer encode(const Fields& f);
 // True when t is a well-formed trailer equal to expected.
 bool matches(std::span<const std::byte> t, const Fields& expected);
 uint32_t key_crc(std::string_view encoded_key);
+// True when the record of a chunk of `length` bytes at `offset` (bytes and trailer) lies
+// wholly within a region file of file_size bytes and a region of region_bytes: what recovery
+// asks of an index entry before it trusts it.
+bool fits(uint64_t offset, uint32_t length, uint64_t file_size, uint64_t region_bytes);
+// True when `read`, the bytes read back from a record's offset (the record, perhaps more),
+// holds an intact record of expected: long enough, its trailer matches and its first
+// expected.length bytes have CRC32C expected.data_crc. Anything else is a corrupt record.
+bool intact(std::span<const std::byte> read, const Fields& expected);
 
 }  // namespace warmfs::ssd_record
