@@ -16,6 +16,9 @@ APT_PACKAGES=(
   libmicrohttpd-dev  # the HTTP/1.1 server of `warmfs serve` (keep-alive, thread per connection, TLS)
   rsync  # the write tests copy trees into the mount with it
   libsystemd-dev  # sd_notify: readiness and stop for systemd units of Type=notify
+  # tools/fuzz: clang's libFuzzer and its sanitizer runtimes (the fuzz targets build with
+  # clang only; the rest of warmfs keeps g++).
+  clang-16 libfuzzer-16-dev libclang-rt-16-dev
   # Deployment checks: the Debian package (build, lint, man pages), the Prometheus endpoint
   # (promtool), the Kubernetes manifests (yamllint).
   debhelper dpkg-dev fakeroot lintian help2man prometheus yamllint python3-yaml
