@@ -1,5 +1,7 @@
 #include "cache/ssd_record.h"
 
+#include <algorithm>
+
 #include "common/crc32c.h"
 
 namespace warmfs::ssd_record {
@@ -41,8 +43,10 @@ bool matches(std::span<const std::byte> t, const Fields& expected) {
 uint32_t key_crc(std::string_view encoded_key) { return crc32c(encoded_key); }
 
 bool fits(uint64_t offset, uint32_t length, uint64_t file_size, uint64_t region_bytes) {
-  const uint64_t end = offset + length + kTrailerBytes;
-  return end <= file_size && end <= region_bytes;
+  // Without offset + record, which a damaged entry's offset near 2^64 wraps to a small end.
+  const uint64_t limit = std::min(file_size, region_bytes);
+  const uint64_t record = uint64_t{length} + kTrailerBytes;
+  return record <= limit && offset <= limit - record;
 }
 
 bool intact(std::span<const std::byte> read, const Fields& expected) {

@@ -4,7 +4,7 @@
 //
 // Trailer, little-endian: magic u32 "WFC1", length u32, CRC32C of the bytes u32, CRC32C of the
 // encoded key u32, region generation u64, CRC32C of the preceding 24 trailer bytes u32, zero
-// u32. Pure functions.
+// u32 (padding: written, not checked). Pure functions.
 #pragma once
 
 #include <array>

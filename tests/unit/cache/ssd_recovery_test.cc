@@ -134,6 +134,29 @@ TEST_CASE("ssd cache drops entries of a stale region generation and damaged chun
   CHECK(cache->counters().used_bytes == kChunk);
 }
 
+TEST_CASE("ssd cache drops an index entry whose offset wraps past 2^64", "[ssd]") {
+  // Found by tests/fuzz/ssd_record_fuzz: offset + length + trailer wrapped to a small end,
+  // recovery kept the entry, and its read at an offset past any file failed as an I/O error.
+  TempDir tmp;
+  FakeClock clock;
+  fill(tmp, clock, 2);
+  {
+    auto idx = SsdIndex::open(tmp.cache() + "/index");
+    REQUIRE(idx.is_ok());
+    auto e = (*idx)->get(key_of(0).encode());
+    REQUIRE(e.is_ok());
+    REQUIRE(e->has_value());
+    SsdIndexEntry bad = **e;
+    bad.offset = UINT64_MAX - kChunk - 16;
+    REQUIRE((*idx)->put(key_of(0).encode(), bad).is_ok());
+  }
+  auto cache = open_ok(options_for(tmp), clock);
+  CHECK(cache->counters().used_bytes == kChunk);
+  CHECK(hits(*cache, 0, 1) == 0);
+  CHECK(hits(*cache, 1, 1) == 1);
+  CHECK(cache->counters().errors == 0);
+}
+
 TEST_CASE("ssd cache starts empty when the region size changes", "[ssd]") {
   TempDir tmp;
   FakeClock clock;
