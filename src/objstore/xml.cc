@@ -10,6 +10,11 @@
 #include "objstore/time_format.h"
 
 namespace warmfs::s3 {
+
+// pugixml drops text made only of whitespace unless asked: keep it when it is an element's
+// only content, so a key of spaces (from a server that does not URL-encode) stays itself.
+const unsigned kParseOptions = pugi::parse_default | pugi::parse_ws_pcdata_single;
+
 namespace {
 
 Status corrupt(std::string_view what, std::string_view detail) {
@@ -20,7 +25,7 @@ Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std:
                             std::string_view root_name) {
   if (body.empty()) return corrupt(what, "empty body");
   pugi::xml_parse_result parsed =
-      doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
+      doc.load_buffer(body.data(), body.size(), kParseOptions, pugi::encoding_utf8);
   if (!parsed) {
     return corrupt(what, fmt::format("{} at offset {} of {}", parsed.description(), parsed.offset,
                                      body.size()));

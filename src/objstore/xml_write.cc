@@ -18,7 +18,7 @@ Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std:
                             std::string_view root_a, std::string_view root_b = {}) {
   if (body.empty()) return corrupt(what, "empty body");
   pugi::xml_parse_result parsed =
-      doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
+      doc.load_buffer(body.data(), body.size(), kParseOptions, pugi::encoding_utf8);
   if (!parsed) {
     return corrupt(what, fmt::format("{} at offset {} of {}", parsed.description(), parsed.offset,
                                      body.size()));

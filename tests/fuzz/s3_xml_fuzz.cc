@@ -33,7 +33,7 @@ void check_request_bodies(std::string_view body) {
   }
   const std::string del = s3::delete_objects_body(keys);
   pugi::xml_document doc;
-  FUZZ_CHECK(doc.load_buffer(del.data(), del.size(), pugi::parse_default, pugi::encoding_utf8));
+  FUZZ_CHECK(doc.load_buffer(del.data(), del.size(), s3::kParseOptions, pugi::encoding_utf8));
   size_t i = 0;
   for (pugi::xml_node o : doc.document_element().children("Object")) {
     FUZZ_CHECK(i < keys.size() && keys[i] == o.child_value("Key"));
@@ -46,7 +46,7 @@ void check_request_bodies(std::string_view body) {
   if (all_safe && parts.size() <= 16) {
     const std::string complete = s3::complete_multipart_body(parts);
     pugi::xml_document c;
-    FUZZ_CHECK(c.load_buffer(complete.data(), complete.size(), pugi::parse_default,
+    FUZZ_CHECK(c.load_buffer(complete.data(), complete.size(), s3::kParseOptions,
                              pugi::encoding_utf8));
     size_t j = 0;
     for (pugi::xml_node p : c.document_element().children("Part")) {
