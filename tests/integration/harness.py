@@ -531,13 +531,44 @@ class Run:
                 f"stdout: {self.stdout!r}\nstderr: {self.stderr!r}")
 
 
+# Sanitizer builds (tools/test --sanitize): the options the harness was given reach every
+# warmfs process, with reports written to files in SANITIZER_DIR (a daemon's stderr goes
+# nowhere), one per process ("report.<pid>"). WarmfsTestCase fails a test during which a
+# report appeared; run_integration.py counts a failure for each report no test claimed
+# (from a class fixture's mount, say).
+SANITIZER_OPTIONS = ("ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS")
+SANITIZER_DIR = LOG_ROOT / "sanitizer"
+_claimed_reports: set[str] = set()
+
+
+def sanitizer_env() -> dict[str, str]:
+    env = {}
+    for name in SANITIZER_OPTIONS:
+        if os.environ.get(name):
+            SANITIZER_DIR.mkdir(parents=True, exist_ok=True)
+            env[name] = f"{os.environ[name]}:log_path={SANITIZER_DIR / 'report'}"
+    return env
+
+
+def sanitizer_reports() -> set[str]:
+    return {str(p) for p in SANITIZER_DIR.glob("report.*")} if SANITIZER_DIR.is_dir() else set()
+
+
+def claim_sanitizer_reports(before: set[str] = frozenset()) -> list[Path]:
+    """Report files that are neither in `before` nor claimed yet; claims them."""
+    found = sorted(sanitizer_reports() - before - _claimed_reports)
+    _claimed_reports.update(found)
+    return [Path(p) for p in found]
+
+
 def base_env(home: Path, key: str | None = None, secret: str | None = None,
              extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of a warmfs process: nothing inherited."""
+    """The whole environment of a warmfs process: nothing inherited but sanitizer options."""
     env = {"PATH": BASE_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": "/tmp",
            "AWS_EC2_METADATA_DISABLED": "true",
            "AWS_CONFIG_FILE": str(home / ".aws" / "config"),
-           "AWS_SHARED_CREDENTIALS_FILE": str(home / ".aws" / "credentials")}
+           "AWS_SHARED_CREDENTIALS_FILE": str(home / ".aws" / "credentials"),
+           **sanitizer_env()}
     if key is not None:
         env["AWS_ACCESS_KEY_ID"] = key
     if secret is not None:
@@ -763,10 +794,19 @@ class WarmfsTestCase(unittest.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
+        # First registered, so it runs last: after the test's own mounts are closed.
+        self._reports_before = sanitizer_reports()
+        self.addCleanup(self._check_sanitizer_reports)
         self._watchdog = threading.Timer(self.timeout, self._fire)
         self._watchdog.daemon = True
         self._watchdog.start()
         self.addCleanup(self._watchdog.cancel)
+
+    def _check_sanitizer_reports(self) -> None:
+        reports = claim_sanitizer_reports(self._reports_before)
+        if reports:
+            text = "\n".join(f"--- {p}\n{_tail(p, 60)}" for p in reports)
+            self.fail(f"{len(reports)} sanitizer report(s) from warmfs during this test:\n{text}")
 
     def _fire(self) -> None:
         with _live_lock:
