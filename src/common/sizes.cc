@@ -50,11 +50,15 @@ std::optional<double> parse_duration_seconds(std::string_view text) {
   double number = 0;
   std::string_view suffix;
   if (!split_number(text, &number, &suffix)) return std::nullopt;
-  if (suffix.empty() || suffix == "s") return number;
-  if (suffix == "m") return number * 60;
-  if (suffix == "h") return number * 3600;
-  if (suffix == "d") return number * 86400;
-  return std::nullopt;
+  double mult = 0;
+  if (suffix.empty() || suffix == "s") mult = 1;
+  else if (suffix == "m") mult = 60;
+  else if (suffix == "h") mult = 3600;
+  else if (suffix == "d") mult = 86400;
+  else return std::nullopt;
+  const double seconds = number * mult;
+  if (seconds > kMaxDurationSeconds) return std::nullopt;
+  return seconds;
 }
 
 std::string format_size(uint64_t bytes) {

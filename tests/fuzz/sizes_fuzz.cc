@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(std::fabs(static_cast<double>(*back) - want) <= want * 0.05 + 1);
   }
   if (auto seconds = parse_duration_seconds(text)) {
-    FUZZ_CHECK(std::isfinite(*seconds) && *seconds >= 0);
+    FUZZ_CHECK(std::isfinite(*seconds) && *seconds >= 0 && *seconds <= kMaxDurationSeconds);
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <string>
 
 #include "common/sizes.h"
 
@@ -30,4 +31,15 @@ TEST_CASE("parse_duration_seconds", "[common]") {
   CHECK(parse_duration_seconds("1h") == 3600.0);
   CHECK_FALSE(parse_duration_seconds("1w"));
   CHECK_FALSE(parse_duration_seconds("abc"));
+}
+
+TEST_CASE("parse_duration_seconds refuses durations its callers cannot hold", "[common]") {
+  // Found by tests/fuzz/sizes_fuzz: 300 digits and "d" parsed as infinity, and anything past
+  // about 292 years overflowed the int64 milliseconds and nanoseconds callers convert it to.
+  CHECK_FALSE(parse_duration_seconds(std::string(300, '9') + "d"));
+  CHECK_FALSE(parse_duration_seconds(std::string(400, '9')));
+  CHECK_FALSE(parse_duration_seconds("99999999999999999"));
+  CHECK_FALSE(parse_duration_seconds("36501d"));
+  CHECK(parse_duration_seconds("36500d") == 36500.0 * 86400);
+  CHECK(parse_duration_seconds("0.5s") == 0.5);
 }
