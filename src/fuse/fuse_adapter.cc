@@ -440,6 +440,12 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  // fuse_session_new replaces args with a copy libfuse allocates (fuse_opt_parse): freed on
+  // every return, as libfuse's examples do.
+  struct FreeArgs {
+    fuse_args* args;
+    ~FreeArgs() { fuse_opt_free_args(args); }
+  } free_args{&args};
 
   Session session{fs, options};
   fuse_lowlevel_ops ops = make_ops();
