@@ -51,11 +51,16 @@ std::optional<double> parse_duration_seconds(std::string_view text) {
   std::string_view suffix;
   if (!split_number(text, &number, &suffix)) return std::nullopt;
   double mult = 0;
-  if (suffix.empty() || suffix == "s") mult = 1;
-  else if (suffix == "m") mult = 60;
-  else if (suffix == "h") mult = 3600;
-  else if (suffix == "d") mult = 86400;
-  else return std::nullopt;
+  if (suffix.empty() || suffix == "s")
+    mult = 1;
+  else if (suffix == "m")
+    mult = 60;
+  else if (suffix == "h")
+    mult = 3600;
+  else if (suffix == "d")
+    mult = 86400;
+  else
+    return std::nullopt;
   const double seconds = number * mult;
   if (seconds > kMaxDurationSeconds) return std::nullopt;
   return seconds;

@@ -64,8 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!key->bucket.empty() && !key->key.empty() && !key->etag.empty());
     FUZZ_CHECK(key->bucket == req.arg("bucket") && key->key == req.arg("key"));
     // What a client asks for is what the server reads.
-    auto again = parse_chunk_request(request_for(remote::chunk_target(*key, kChunkSize)),
-                                     kChunkSize);
+    auto again =
+        parse_chunk_request(request_for(remote::chunk_target(*key, kChunkSize)), kChunkSize);
     FUZZ_CHECK(std::holds_alternative<ChunkKey>(again) && std::get<ChunkKey>(again) == *key);
   } else {
     const auto& e = std::get<ChunkRequestError>(parsed);
@@ -73,7 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   for (std::string_view f : fields) {
-    if (auto crc = remote::parse_crc(f)) FUZZ_CHECK(remote::parse_crc(remote::format_crc(*crc)) == crc);
+    if (auto crc = remote::parse_crc(f))
+      FUZZ_CHECK(remote::parse_crc(remote::format_crc(*crc)) == crc);
     check_url(f);
   }
   return 0;

@@ -46,8 +46,8 @@ void check_request_bodies(std::string_view body) {
   if (all_safe && parts.size() <= 16) {
     const std::string complete = s3::complete_multipart_body(parts);
     pugi::xml_document c;
-    FUZZ_CHECK(c.load_buffer(complete.data(), complete.size(), s3::kParseOptions,
-                             pugi::encoding_utf8));
+    FUZZ_CHECK(
+        c.load_buffer(complete.data(), complete.size(), s3::kParseOptions, pugi::encoding_utf8));
     size_t j = 0;
     for (pugi::xml_node p : c.document_element().children("Part")) {
       FUZZ_CHECK(j < parts.size() && "\"" + parts[j].etag + "\"" == p.child_value("ETag"));

@@ -17,8 +17,8 @@ using namespace warmfs;
 namespace {
 
 bool encoded_char_ok(char c, bool slash_ok) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.' || c == '~' || c == '%' || (slash_ok && c == '/');
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~' || c == '%' || (slash_ok && c == '/');
 }
 
 std::string decode(std::string_view s) {

@@ -16,7 +16,9 @@ using namespace warmfs;
 namespace {
 
 constexpr size_t kValueBytes = 37;
-constexpr std::string_view kKey = "bucket\0key\0etag\0" "0";
+constexpr std::string_view kKey =
+    "bucket\0key\0etag\0"
+    "0";
 
 void check_written(std::span<const std::byte> data, uint64_t gen, size_t flip_at) {
   const ssd_record::Fields f{static_cast<uint32_t>(data.size()), crc32c(data),

@@ -57,8 +57,12 @@ TEST_CASE("a record must lie within its region file and its region", "[ssd]") {
 }
 
 TEST_CASE("index values decode only when written whole by the code", "[ssd]") {
-  SsdIndexEntry e{.region = 3, .gen = 1ull << 40, .offset = 4096, .length = 1 << 20,
-                  .crc32c = 0xdeadbeef, .last_read_sec = -5};
+  SsdIndexEntry e{.region = 3,
+                  .gen = 1ull << 40,
+                  .offset = 4096,
+                  .length = 1 << 20,
+                  .crc32c = 0xdeadbeef,
+                  .last_read_sec = -5};
   const std::string v = encode_index_entry(e);
   auto back = decode_index_entry(v);
   REQUIRE(back);

@@ -1,7 +1,7 @@
+#include "common/sizes.h"
+
 #include <catch2/catch.hpp>
 #include <string>
-
-#include "common/sizes.h"
 
 using warmfs::parse_size;
 using warmfs::parse_duration_seconds;

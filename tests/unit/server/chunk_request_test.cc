@@ -55,16 +55,15 @@ TEST_CASE("a malformed chunk request is refused with its reason", "[server]") {
         "BadRequest: an ETag is required: the server serves named versions only");
   for (const char* bad : {"", "-1", "1x", " 1", "18446744073709551616", "0x10"}) {
     CHECK(refusal(parse_chunk_request(
-              chunk_request({{"bucket", "b"}, {"key", "k"}, {"etag", "e"}, {"index", bad}}),
-              cs)) == (std::string_view(bad).empty() ? "BadRequest: missing argument 'index'"
-                                                     : "BadRequest: index must be a number"));
+              chunk_request({{"bucket", "b"}, {"key", "k"}, {"etag", "e"}, {"index", bad}}), cs)) ==
+          (std::string_view(bad).empty() ? "BadRequest: missing argument 'index'"
+                                         : "BadRequest: index must be a number"));
   }
-  CHECK(refusal(parse_chunk_request(chunk_request({{"bucket", "b"},
-                                                   {"key", "k"},
-                                                   {"etag", "e"},
-                                                   {"index", "0"},
-                                                   {"chunk_size", "x"}}),
-                                    cs)) == "ChunkSizeMismatch: this server's chunks are 1048576 bytes");
+  CHECK(
+      refusal(parse_chunk_request(
+          chunk_request(
+              {{"bucket", "b"}, {"key", "k"}, {"etag", "e"}, {"index", "0"}, {"chunk_size", "x"}}),
+          cs)) == "ChunkSizeMismatch: this server's chunks are 1048576 bytes");
 }
 
 TEST_CASE("the bearer token must match exactly", "[server]") {
