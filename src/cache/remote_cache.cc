@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "cache/remote_protocol.h"
 #include "common/buffer.h"
@@ -36,9 +35,8 @@ int64_t ns(std::chrono::steady_clock::time_point t) {
 
 // The server's error document, shortened for a log line.
 std::string error_text(const http::Response& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (!j.is_discarded() && j.is_object() && j.contains("message") && j["message"].is_string()) {
-    return fmt::format("{} {}", r.status, j["message"].get<std::string>());
+  if (auto message = remote::parse_error_message(r.body)) {
+    return fmt::format("{} {}", r.status, *message);
   }
   return fmt::format("HTTP {}", r.status);
 }
@@ -263,17 +261,14 @@ Result<RemoteServerInfo> RemoteCache::info(size_t server) {
             (options_.token.empty() ? "give it with --token-file" : "check --token-file"));
   }
   if (r->status != 200) return Status(Errc::kIo, "cache server " + s.url + ": " + error_text(*r));
-  auto j = nlohmann::json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("buckets") || !j["buckets"].is_array() ||
-      !j.contains("chunk_size") || !j["chunk_size"].is_number_unsigned()) {
+  auto parsed = remote::parse_info(r->body);
+  if (!parsed) {
     return Status(Errc::kIo, "cache server " + s.url +
                                  " sent a malformed /v1/info (is it a warmfs cache server?)");
   }
   RemoteServerInfo info;
-  for (const auto& b : j["buckets"]) {
-    if (b.is_string()) info.buckets.push_back(b.get<std::string>());
-  }
-  info.chunk_size = j["chunk_size"].get<uint64_t>();
+  info.buckets = std::move(parsed->buckets);
+  info.chunk_size = parsed->chunk_size;
   return info;
 }
 

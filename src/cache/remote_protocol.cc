@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "http/http_client.h"
 
 namespace warmfs::remote {
@@ -30,6 +32,28 @@ std::optional<uint32_t> parse_crc(std::string_view text) {
     v = v << 4 | d;
   }
   return v;
+}
+
+std::optional<ServerInfo> parse_info(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("buckets") || !j["buckets"].is_array() ||
+      !j.contains("chunk_size") || !j["chunk_size"].is_number_unsigned()) {
+    return std::nullopt;
+  }
+  ServerInfo info;
+  for (const auto& b : j["buckets"]) {
+    if (b.is_string()) info.buckets.push_back(b.get<std::string>());
+  }
+  info.chunk_size = j["chunk_size"].get<uint64_t>();
+  return info;
+}
+
+std::optional<std::string> parse_error_message(std::string_view body) {
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_discarded() && j.is_object() && j.contains("message") && j["message"].is_string()) {
+    return j["message"].get<std::string>();
+  }
+  return std::nullopt;
 }
 
 std::string normalize_base_url(std::string_view url) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cache/block_cache.h"
 
@@ -41,6 +42,17 @@ std::string chunk_target(const ChunkKey& key, uint64_t chunk_size);
 // 8 lower-case hex digits, and back (nullopt if malformed).
 std::string format_crc(uint32_t crc);
 std::optional<uint32_t> parse_crc(std::string_view text);
+// What a server's GET /v1/info answers.
+struct ServerInfo {
+  std::vector<std::string> buckets;
+  uint64_t chunk_size = 0;
+};
+// The body of a /v1/info answer; nullopt unless it is a JSON object with a "buckets" array
+// and an unsigned "chunk_size" (bucket entries that are not strings are skipped).
+std::optional<ServerInfo> parse_info(std::string_view body);
+// The "message" of an error answer's JSON body, or nullopt when it has none.
+std::optional<std::string> parse_error_message(std::string_view body);
+
 // A base URL as given ("http://h:p/", "https://h"): scheme://host[:port] with no trailing
 // slash; empty when it is not http(s).
 std::string normalize_base_url(std::string_view url);

@@ -1,7 +1,10 @@
-// parse_chunk_request and bearer_token_ok: the cache server's reading of a request.
+// parse_chunk_request and bearer_token_ok: the cache server's reading of a request; and
+// remote::parse_info and parse_error_message: a client's reading of the answers.
 #include "server/chunk_request.h"
 
 #include <catch2/catch.hpp>
+
+#include "cache/remote_protocol.h"
 
 using namespace warmfs;
 
@@ -74,4 +77,20 @@ TEST_CASE("the bearer token must match exactly", "[server]") {
   CHECK_FALSE(bearer_token_ok("Bearer", "secret"));
   CHECK_FALSE(bearer_token_ok("", "secret"));
   CHECK_FALSE(bearer_token_ok("Bearer ", ""));  // no token configured is never a match
+}
+
+TEST_CASE("a cache server's /v1/info and error bodies are read, or refused whole", "[remote]") {
+  auto info = remote::parse_info(R"({"protocol":1,"buckets":["a",7,"b"],"chunk_size":1048576})");
+  REQUIRE(info);
+  CHECK(info->buckets == std::vector<std::string>{"a", "b"});
+  CHECK(info->chunk_size == 1048576);
+  CHECK_FALSE(remote::parse_info(""));
+  CHECK_FALSE(remote::parse_info("[]"));
+  CHECK_FALSE(remote::parse_info(R"({"buckets":"a","chunk_size":1})"));
+  CHECK_FALSE(remote::parse_info(R"({"buckets":[],"chunk_size":-1})"));
+  CHECK_FALSE(remote::parse_info(R"({"buckets":[],"chunk_size":1.5})"));
+  CHECK_FALSE(remote::parse_info(R"({"buckets":[],"chunk_size":1)"));  // cut short
+  CHECK(remote::parse_error_message(R"({"error":"NoSuchKey","message":"gone"})") == "gone");
+  CHECK_FALSE(remote::parse_error_message(R"({"error":"NoSuchKey","message":3})"));
+  CHECK_FALSE(remote::parse_error_message("<html>502</html>"));
 }
