@@ -1,7 +1,8 @@
 // The cache server protocol (cache/remote_protocol.h) from both ends. Server side: a chunk
 // request's arguments (parse_chunk_request) and its bearer token (bearer_token_ok), as
-// server/cache_server.cc reads them. Client side: the CRC header of an answer (parse_crc)
-// and a server URL as given (normalize_base_url). The input is fields separated by NUL: an
+// server/cache_server.cc reads them. Client side: the CRC header of an answer (parse_crc),
+// /v1/info and error bodies (parse_info, parse_error_message, on the whole input) and a
+// server URL as given (normalize_base_url). The input is fields separated by NUL: an
 // Authorization value, then query names and values alternately.
 #include "cache/remote_protocol.h"
 #include "fuzz_util.h"
@@ -71,6 +72,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto& e = std::get<ChunkRequestError>(parsed);
     FUZZ_CHECK(e.code == "BadRequest" || e.code == "ChunkSizeMismatch");
   }
+
+  // The client's reading of answers: the whole input as a /v1/info or an error body.
+  const std::string_view body = fuzz::as_view(data, size);
+  if (auto info = remote::parse_info(body)) FUZZ_CHECK(info->buckets.size() <= size);
+  if (auto message = remote::parse_error_message(body)) FUZZ_CHECK(message->size() <= size);
 
   for (std::string_view f : fields) {
     if (auto crc = remote::parse_crc(f))
