@@ -8,22 +8,21 @@
 
 #include "common/hex.h"
 #include "objstore/time_format.h"
+#include "objstore/xml_load.h"
 
 namespace warmfs::s3 {
 
-// pugixml drops text made only of whitespace unless asked: keep it when it is an element's
-// only content, so a key of spaces (from a server that does not URL-encode) stays itself.
-const unsigned kParseOptions = pugi::parse_default | pugi::parse_ws_pcdata_single;
-
-namespace {
+namespace xml_detail {
 
 Status corrupt(std::string_view what, std::string_view detail) {
   return Status(Errc::kCorrupt, fmt::format("malformed {} XML: {}", what, detail));
 }
 
 Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std::string_view what,
-                            std::string_view root_name) {
+                            std::string_view root_a, std::string_view root_b) {
   if (body.empty()) return corrupt(what, "empty body");
+  // pugixml drops text made only of whitespace unless asked to keep an element's only text.
+  constexpr unsigned kParseOptions = pugi::parse_default | pugi::parse_ws_pcdata_single;
   pugi::xml_parse_result parsed =
       doc.load_buffer(body.data(), body.size(), kParseOptions, pugi::encoding_utf8);
   if (!parsed) {
@@ -31,9 +30,9 @@ Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std:
                                      body.size()));
   }
   pugi::xml_node root = doc.document_element();
-  if (std::string_view(root.name()) != root_name) {
-    return corrupt(what,
-                   fmt::format("root element is <{}>, expected <{}>", root.name(), root_name));
+  const std::string_view name = root.name();
+  if (name != root_a && (root_b.empty() || name != root_b)) {
+    return corrupt(what, fmt::format("root element is <{}>, expected <{}>", name, root_a));
   }
   return root;
 }
@@ -44,6 +43,14 @@ std::string one_line(std::string_view s) {
   for (char c : s) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
   return out;
 }
+
+}  // namespace xml_detail
+
+namespace {
+
+using xml_detail::corrupt;
+using xml_detail::load;
+using xml_detail::one_line;
 
 std::string trim_copy(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);

@@ -85,7 +85,4 @@ std::string delete_objects_body(std::span<const std::string> keys);
 // tab, CR and LF); such a key must be deleted on its own.
 bool xml_safe(std::string_view key);
 
-// The pugixml options every parser here uses (xml.cc, xml_write.cc).
-extern const unsigned kParseOptions;
-
 }  // namespace warmfs::s3

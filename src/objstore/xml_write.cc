@@ -5,43 +5,20 @@
 
 #include "objstore/time_format.h"
 #include "objstore/xml.h"
+#include "objstore/xml_load.h"
 
 namespace warmfs::s3 {
 namespace {
 
-Status corrupt(std::string_view what, std::string_view detail) {
-  return Status(Errc::kCorrupt, fmt::format("malformed {} XML: {}", what, detail));
-}
-
-// Loads body and checks the root is root_a (or root_b when given).
-Result<pugi::xml_node> load(pugi::xml_document& doc, std::string_view body, std::string_view what,
-                            std::string_view root_a, std::string_view root_b = {}) {
-  if (body.empty()) return corrupt(what, "empty body");
-  pugi::xml_parse_result parsed =
-      doc.load_buffer(body.data(), body.size(), kParseOptions, pugi::encoding_utf8);
-  if (!parsed) {
-    return corrupt(what, fmt::format("{} at offset {} of {}", parsed.description(), parsed.offset,
-                                     body.size()));
-  }
-  pugi::xml_node root = doc.document_element();
-  const std::string_view name = root.name();
-  if (name != root_a && (root_b.empty() || name != root_b)) {
-    return corrupt(what, fmt::format("root element is <{}>, expected <{}>", name, root_a));
-  }
-  return root;
-}
+using xml_detail::corrupt;
+using xml_detail::load;
+using xml_detail::one_line;
 
 std::string strip_quotes(std::string_view etag) {
   if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
     etag = etag.substr(1, etag.size() - 2);
   }
   return std::string(etag);
-}
-
-std::string one_line(std::string_view s) {
-  std::string out;
-  for (char c : s) out.push_back(c == '\n' || c == '\r' || c == '\t' ? ' ' : c);
-  return out;
 }
 
 void append_escaped(std::string& out, std::string_view s) {

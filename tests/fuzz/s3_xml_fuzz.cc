@@ -7,6 +7,7 @@
 #include "fuzz_util.h"
 #include "http/http_client.h"
 #include "objstore/xml.h"
+#include "objstore/xml_load.h"
 
 using namespace warmfs;
 
@@ -33,9 +34,10 @@ void check_request_bodies(std::string_view body) {
   }
   const std::string del = s3::delete_objects_body(keys);
   pugi::xml_document doc;
-  FUZZ_CHECK(doc.load_buffer(del.data(), del.size(), s3::kParseOptions, pugi::encoding_utf8));
+  auto del_root = s3::xml_detail::load(doc, del, "Delete", "Delete");
+  FUZZ_CHECK(del_root.is_ok());
   size_t i = 0;
-  for (pugi::xml_node o : doc.document_element().children("Object")) {
+  for (pugi::xml_node o : del_root->children("Object")) {
     FUZZ_CHECK(i < keys.size() && keys[i] == o.child_value("Key"));
     ++i;
   }
@@ -46,10 +48,11 @@ void check_request_bodies(std::string_view body) {
   if (all_safe && parts.size() <= 16) {
     const std::string complete = s3::complete_multipart_body(parts);
     pugi::xml_document c;
-    FUZZ_CHECK(
-        c.load_buffer(complete.data(), complete.size(), s3::kParseOptions, pugi::encoding_utf8));
+    auto complete_root = s3::xml_detail::load(c, complete, "CompleteMultipartUpload",
+                                              "CompleteMultipartUpload");
+    FUZZ_CHECK(complete_root.is_ok());
     size_t j = 0;
-    for (pugi::xml_node p : c.document_element().children("Part")) {
+    for (pugi::xml_node p : complete_root->children("Part")) {
       FUZZ_CHECK(j < parts.size() && "\"" + parts[j].etag + "\"" == p.child_value("ETag"));
       ++j;
     }
