@@ -19,18 +19,7 @@ void add_bucket_families(MetricSink& out, const std::vector<const S3ObjectStore*
   ObjectStoreCounters c;
   std::array<metrics::HistogramData, kBucketOpCount> latency{};
   for (const S3ObjectStore* s : stores) {
-    const ObjectStoreCounters one = s->counters();
-    c.get_requests += one.get_requests;
-    c.head_requests += one.head_requests;
-    c.list_requests += one.list_requests;
-    c.put_requests += one.put_requests;
-    c.multipart_requests += one.multipart_requests;
-    c.copy_requests += one.copy_requests;
-    c.delete_requests += one.delete_requests;
-    c.bytes_read += one.bytes_read;
-    c.bytes_written += one.bytes_written;
-    c.retries += one.retries;
-    c.errors += one.errors;
+    c += s->counters();
     for (size_t i = 0; i < kBucketOpCount; ++i) {
       metrics::accumulate(latency[i],
                           metrics::export_microseconds(s->request_latency_us(BucketOp(i))));

@@ -59,6 +59,22 @@ struct ObjectStoreCounters {
   uint64_t copy_requests = 0;       // copy() calls, single or multipart
   uint64_t delete_requests = 0;     // remove() calls and DeleteObjects batches
   uint64_t multipart_requests = 0;  // create, upload_part(_copy), complete, abort, list uploads
+
+  // Adds another store's counters (a cache server has one store per bucket).
+  ObjectStoreCounters& operator+=(const ObjectStoreCounters& o) {
+    get_requests += o.get_requests;
+    head_requests += o.head_requests;
+    list_requests += o.list_requests;
+    bytes_read += o.bytes_read;
+    retries += o.retries;
+    errors += o.errors;
+    bytes_written += o.bytes_written;
+    put_requests += o.put_requests;
+    copy_requests += o.copy_requests;
+    delete_requests += o.delete_requests;
+    multipart_requests += o.multipart_requests;
+    return *this;
+  }
 };
 
 struct PutOptions {

@@ -303,13 +303,7 @@ std::string CacheServer::stats_json() const {
   nlohmann::json names = nlohmann::json::array();
   for (const auto& [name, b] : buckets_) {
     names.push_back(name);
-    const ObjectStoreCounters one = b.store->counters();
-    sc.bytes_read += one.bytes_read;
-    sc.get_requests += one.get_requests;
-    sc.head_requests += one.head_requests;
-    sc.list_requests += one.list_requests;
-    sc.retries += one.retries;
-    sc.errors += one.errors;
+    sc += b.store->counters();
   }
   uint64_t clients = 0, active = 0;
   {
