@@ -25,6 +25,27 @@ void check_metrics_listen(const std::string& text) {
   if (!a.is_ok()) throw UsageError{a.status().message()};
 }
 
+// A size flag's value ("512M", "100G"), at least min; else a usage error naming the flag and
+// what it wants.
+uint64_t size_option(const char* flag, const std::string& text, const char* wanted, uint64_t min = 1) {
+  auto v = warmfs::parse_size(text);
+  if (!v || *v < min) throw UsageError{std::string(flag) + ": '" + text + "' is not " + wanted};
+  return *v;
+}
+
+// A duration flag's value in seconds ("90", "30m", "1h"); else a usage error.
+double duration_option(const char* flag, const std::string& text, const char* wanted) {
+  auto v = warmfs::parse_duration_seconds(text);
+  if (!v) throw UsageError{std::string(flag) + ": '" + text + "' is not " + wanted};
+  return *v;
+}
+
+// --cache-size and --cache-ttl of mount and serve: left at 0 (the defaults) when not given.
+void ssd_tier_options(const std::string& size, const std::string& ttl, uint64_t* size_bytes, double* ttl_sec) {
+  if (!size.empty()) *size_bytes = size_option("--cache-size", size, "a size like 100G");
+  if (!ttl.empty()) *ttl_sec = duration_option("--cache-ttl", ttl, "a duration like 30m or 1h");
+}
+
 uint32_t parse_mode(const std::string& text, const char* what) {
   size_t pos = 0;
   unsigned long v = 0;
@@ -147,22 +168,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     if (mount->parsed()) {
-      auto size = warmfs::parse_size(memory_cache_size);
-      if (!size) throw UsageError{"--memory-cache-size: '" + memory_cache_size + "' is not a size like 512M or 4G"};
-      m.memory_cache_bytes = *size;
-      auto ttl = warmfs::parse_duration_seconds(metadata_ttl);
-      if (!ttl) throw UsageError{"--metadata-ttl: '" + metadata_ttl + "' is not a number of seconds"};
-      m.metadata_ttl_sec = *ttl;
-      if (!cache_size.empty()) {
-        auto cs = warmfs::parse_size(cache_size);
-        if (!cs || *cs == 0) throw UsageError{"--cache-size: '" + cache_size + "' is not a size like 100G"};
-        m.cache_size_bytes = *cs;
-      }
-      if (!cache_ttl.empty()) {
-        auto t = warmfs::parse_duration_seconds(cache_ttl);
-        if (!t) throw UsageError{"--cache-ttl: '" + cache_ttl + "' is not a duration like 30m or 1h"};
-        m.cache_ttl_sec = *t;
-      }
+      m.memory_cache_bytes =
+          size_option("--memory-cache-size", memory_cache_size, "a size like 512M or 4G", 0);
+      m.metadata_ttl_sec = duration_option("--metadata-ttl", metadata_ttl, "a number of seconds");
+      ssd_tier_options(cache_size, cache_ttl, &m.cache_size_bytes, &m.cache_ttl_sec);
       if ((!cache_size.empty() || !cache_ttl.empty()) && m.cache_dir.empty()) {
         throw UsageError{"--cache-size and --cache-ttl need --cache-dir"};
       }
@@ -177,22 +186,11 @@ int main(int argc, char** argv) {
       throw UsageError{"warmfs stats takes a MOUNTPOINT or --server URL"};
     }
     if (serve->parsed()) {
-      if (!serve_cache_size.empty()) {
-        auto cs = warmfs::parse_size(serve_cache_size);
-        if (!cs || *cs == 0) throw UsageError{"--cache-size: '" + serve_cache_size + "' is not a size like 100G"};
-        sv.cache_size_bytes = *cs;
-      }
-      if (!serve_cache_ttl.empty()) {
-        auto t = warmfs::parse_duration_seconds(serve_cache_ttl);
-        if (!t) throw UsageError{"--cache-ttl: '" + serve_cache_ttl + "' is not a duration like 30m or 1h"};
-        sv.cache_ttl_sec = *t;
-      }
-      auto ms = warmfs::parse_size(serve_memory);
-      if (!ms || *ms < 16 * warmfs::kMiB) throw UsageError{"--memory-cache-size: '" + serve_memory + "' is not a size of at least 16M"};
-      sv.memory_cache_bytes = *ms;
-      auto vc = warmfs::parse_duration_seconds(serve_version_check);
-      if (!vc) throw UsageError{"--version-check-interval: '" + serve_version_check + "' is not a duration"};
-      sv.version_check_sec = *vc;
+      ssd_tier_options(serve_cache_size, serve_cache_ttl, &sv.cache_size_bytes, &sv.cache_ttl_sec);
+      sv.memory_cache_bytes =
+          size_option("--memory-cache-size", serve_memory, "a size of at least 16M", 16 * warmfs::kMiB);
+      sv.version_check_sec =
+          duration_option("--version-check-interval", serve_version_check, "a duration");
       check_metrics_listen(sv.metrics_listen);
       if (!sv.insecure_no_token && sv.token_file.empty()) {
         throw UsageError{"warmfs serve needs --token-file (or --insecure-no-token on a trusted network)"};
