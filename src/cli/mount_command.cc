@@ -26,6 +26,7 @@
 #include "cache/ssd_cache.h"
 #include "cache/tiered_cache.h"
 #include "cli/prefetch.h"
+#include "cli/s3_setup.h"
 #include "cli/commands.h"
 #include "cli/metrics_setup.h"
 #include "common/buffer.h"
@@ -71,64 +72,14 @@ Result<Source> parse_source(const std::string& text) {
   return s;
 }
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+S3Flags s3_flags(const MountArgs& a) {
+  return S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
 }
 
-// One line naming the cause of a failed first LIST, and what to do about it.
-std::string explain_check_failure(const Status& st, const std::string& what, const S3Config& config) {
-  const std::string endpoint = config.endpoint.empty() ? "the S3 endpoint" : config.endpoint;
-  const std::string& m = st.message();
-  std::string hint;
-  switch (st.code()) {
-    case Errc::kAccessDenied:
-      if (m.find("SignatureDoesNotMatch") != std::string::npos) hint = "check AWS_SECRET_ACCESS_KEY";
-      else if (m.find("InvalidAccessKeyId") != std::string::npos) hint = "check AWS_ACCESS_KEY_ID";
-      else if (m.find("ExpiredToken") != std::string::npos || m.find("InvalidToken") != std::string::npos)
-        hint = "refresh AWS_SESSION_TOKEN";
-      else hint = "check the credentials and that they may list this bucket";
-      break;
-    case Errc::kNotFound:
-      hint = m.find("NoSuchBucket") != std::string::npos ? "check the bucket name and --endpoint"
-                                                          : "check the bucket name";
-      break;
-    case Errc::kUnavailable:
-    case Errc::kTimeout:
-      // Virtual-hosted URLs need BUCKET.HOST to resolve; servers such as MinIO and Ceph
-      // often answer only on HOST.
-      if (!config.path_style && m.find("resolve host") != std::string::npos) {
-        return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network; if the endpoint " +
-               "does not answer " + config.bucket + ".HOST names, add --path-style)";
-      }
-      return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network)";
-    default:
-      hint = "check --endpoint, --region and the credentials";
-  }
-  return "cannot list " + what + ": " + m + " (" + hint + ")";
-}
-
-Result<S3Config> make_s3_config(const MountArgs& a, const Source& src) {
-  const auto env = s3::process_environment();
-  S3Config c;
-  c.bucket = src.bucket;
-  c.region = s3::resolve_region(a.region, a.profile, env);
-  c.endpoint = !a.endpoint.empty() ? a.endpoint : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
-  c.path_style = a.path_style;
-  c.anonymous = a.no_sign_request;
-  return c;
-}
-
-// The credential chain (credential_chain.h) for this mount; its provider refreshes temporary
-// credentials on its own thread, so it is made in the process that uses it (after the fork).
-Status attach_credentials(const MountArgs& a, S3Config& c) {
-  s3::CredentialRequest req;
-  req.profile = a.profile;
-  req.anonymous = a.no_sign_request;
-  auto provider = s3::resolve_credential_chain(req, c.region, s3::default_chain_deps(c.http));
-  if (!provider.is_ok()) return Status(provider.code(), "credentials: " + provider.status().message());
-  c.credential_provider = std::move(*provider);
-  c.anonymous = c.credential_provider->anonymous();
+// Gives config the credential chain's provider, for this process (see resolve_credentials).
+Status attach_credentials(const MountArgs& a, S3Config& config) {
+  WARMFS_ASSIGN_OR_RETURN(config.credential_provider, resolve_credentials(s3_flags(a), config));
+  config.anonymous = config.credential_provider->anonymous();
   return Status::ok();
 }
 
@@ -223,10 +174,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   Daemon d;
   if (!config.credential_provider) WARMFS_RETURN_IF_ERROR(attach_credentials(a, config));
   std::shared_ptr<const s3::CredentialProvider> credentials = config.credential_provider;
-  // Logged by the daemon (its log file or syslog), not by the command that starts it.
-  const s3::CredentialStatus cs = credentials->status();
-  log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
-            cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
+  log_credentials(*credentials);  // by the daemon (its log), not by the command that starts it
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
   const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
   MemoryCacheOptions mco;
@@ -458,37 +406,14 @@ int run_mount(const MountArgs& a) {
     return kExitFailure;
   }
 
-  auto config = make_s3_config(a, *src);
-  if (!config.is_ok()) {
-    print_error(config.status().message());
+  S3Config config = s3_config(s3_flags(a), src->bucket);
+  // The chain is resolved first: a source that fails is one clear line and no mount. Then one
+  // LIST: the endpoint answers, the bucket exists, the credentials may read it.
+  Status checked = attach_credentials(a, config);
+  if (checked.is_ok()) checked = check_bucket(config, src->prefix);
+  if (!checked.is_ok()) {
+    print_error(checked.message());
     return kExitFailure;
-  }
-  // The chain is resolved first: a source that fails is one clear line and no mount.
-  if (Status st = attach_credentials(a, *config); !st.is_ok()) {
-    print_error(st.message());
-    return kExitFailure;
-  }
-  const std::string what = "s3://" + src->bucket + (src->prefix.empty() ? "" : "/" + src->prefix);
-  {
-    // Check before mounting: the endpoint answers, the bucket exists, the credentials work.
-    // Few retries and short timeouts, so a wrong endpoint is reported in seconds.
-    S3Config check = *config;
-    check.retry.max_attempts = 2;
-    check.http.connect_timeout = std::chrono::milliseconds(3000);
-    check.http.request_timeout = std::chrono::seconds(20);
-    auto store = S3ObjectStore::create(check, SystemClock::instance());
-    if (!store.is_ok()) {
-      print_error(store.status().message());
-      return kExitFailure;
-    }
-    ListRequest req;
-    req.prefix = src->prefix;
-    req.max_keys = 1;
-    auto page = (*store)->list(req);
-    if (!page.is_ok()) {
-      print_error(explain_check_failure(page.status(), what, (*store)->config()));
-      return kExitFailure;
-    }
   }
   if (!a.cache_servers.empty()) {
     // A wrong token or a server for another bucket is a clear error now, not a slow mount.
@@ -498,11 +423,11 @@ int run_mount(const MountArgs& a) {
     }
   }
 
-  if (a.foreground) return serve(a, *src, std::move(*config), mountpoint, -1);
+  if (a.foreground) return serve(a, *src, std::move(config), mountpoint, -1);
   // The daemon resolves the chain again after the fork: a provider's refresh thread does not
   // survive fork().
-  config->credential_provider.reset();
-  config->anonymous = a.no_sign_request;
+  config.credential_provider.reset();
+  config.anonymous = a.no_sign_request;
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -531,7 +456,7 @@ int run_mount(const MountArgs& a) {
     if (null > STDERR_FILENO) ::close(null);
   }
   if (a.log_file.empty()) log::use_syslog();
-  ::_exit(serve(a, *src, std::move(*config), mountpoint, fds[1]));
+  ::_exit(serve(a, *src, std::move(config), mountpoint, fds[1]));
 }
 
 }  // namespace warmfs::cli

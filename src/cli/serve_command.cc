@@ -21,6 +21,7 @@
 #include "cache/remote_protocol.h"
 #include "cache/ssd_cache.h"
 #include "cli/metrics_setup.h"
+#include "cli/s3_setup.h"
 #include "common/listen_address.h"
 #include "common/log.h"
 #include "common/service_notify.h"
@@ -44,54 +45,18 @@ Result<std::string> read_file(const std::string& path, const char* what) {
   return s.str();
 }
 
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
-}
-
 // One provider for every bucket served: the chain is resolved once (credential_chain.h).
 Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket,
                                std::shared_ptr<const s3::CredentialProvider>* provider) {
-  const auto env = s3::process_environment();
-  S3Config c;
-  c.bucket = bucket;
-  c.region = s3::resolve_region(a.region, a.profile, env);
-  c.endpoint = !a.endpoint.empty() ? a.endpoint
-                                   : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
-  c.path_style = a.path_style;
+  const S3Flags flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
+  S3Config c = s3_config(flags, bucket);
   if (!*provider) {
-    s3::CredentialRequest req;
-    req.profile = a.profile;
-    req.anonymous = a.no_sign_request;
-    auto resolved = s3::resolve_credential_chain(req, c.region, s3::default_chain_deps(c.http));
-    if (!resolved.is_ok())
-      return Status(resolved.code(), "credentials: " + resolved.status().message());
-    *provider = std::move(*resolved);
-    const s3::CredentialStatus cs = (*provider)->status();
-    log::info("credentials: {}{}{}", cs.source, cs.origin.empty() ? "" : " " + cs.origin,
-              cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
+    WARMFS_ASSIGN_OR_RETURN(*provider, resolve_credentials(flags, c));
+    log_credentials(**provider);
   }
   c.credential_provider = *provider;
   c.anonymous = (*provider)->anonymous();
   return c;
-}
-
-// One LIST with few retries: the endpoint answers and the credentials may read the bucket.
-Status check_bucket(const S3Config& config) {
-  S3Config check = config;
-  check.retry.max_attempts = 2;
-  check.http.connect_timeout = std::chrono::milliseconds(3000);
-  check.http.request_timeout = std::chrono::seconds(20);
-  WARMFS_ASSIGN_OR_RETURN(auto store, S3ObjectStore::create(check, SystemClock::instance()));
-  ListRequest req;
-  req.max_keys = 1;
-  auto page = store->list(req);
-  if (!page.is_ok()) {
-    return Status(page.code(), "cannot list s3://" + config.bucket + ": " +
-                                   page.status().message() +
-                                   " (check --endpoint, --region and the credentials)");
-  }
-  return Status::ok();
 }
 
 void raise_fd_limit() {
@@ -185,7 +150,7 @@ int run_serve(const ServeArgs& a) {
   std::shared_ptr<const s3::CredentialProvider> credentials;
   for (const auto& bucket : a.buckets) {
     auto config = s3_config_for(a, bucket, &credentials);
-    Status st = config.is_ok() ? check_bucket(*config) : config.status();
+    Status st = config.is_ok() ? check_bucket(*config, "") : config.status();
     if (!st.is_ok()) {
       print_error(st.message());
       return kExitFailure;
