@@ -33,6 +33,7 @@
 #include "cli/serve_command.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/mountinfo.h"
 #include "common/service_notify.h"
 #include "common/sizes.h"
 #include "fs/filesystem.h"
@@ -245,22 +246,11 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   return d;
 }
 
-// True if path is the mountpoint of a warmfs mount, from /proc/self/mountinfo (no FUSE
+// True if the mount on top at path is a warmfs mount (from /proc/self/mountinfo: no FUSE
 // request, so a hung mount cannot hang the check).
 bool is_warmfs_mount(const std::string& path) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, point, opts, field;
-    fields >> id >> parent >> dev >> root >> point >> opts;
-    while (fields >> field && field != "-") {
-    }
-    std::string fstype;
-    fields >> fstype;
-    if (point == path && fstype == "fuse.warmfs") return true;
-  }
-  return false;
+  const auto mount = top_mount_at(read_mountinfo(), path);
+  return mount && mount->fstype == "fuse.warmfs";
 }
 
 // Readiness message from the serving child to the waiting parent: "0" or "1<message>".

@@ -20,6 +20,7 @@
 
 #include "common/errno_map.h"
 #include "common/log.h"
+#include "common/mountinfo.h"
 
 namespace warmfs {
 namespace {
@@ -404,24 +405,10 @@ fuse_lowlevel_ops make_ops() {
   return ops;
 }
 
-// The mount's device number "major:minor" from /proc/self/mountinfo (no FUSE request).
-std::string mount_device(const std::string& mountpoint) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  std::string found;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, point;
-    fields >> id >> parent >> dev >> root >> point;
-    if (point == mountpoint) found = dev;  // the last match is the top of the stack
-  }
-  return found;
-}
-
 void raise_read_ahead(const FuseOptions& options) {
-  const std::string dev = mount_device(options.mountpoint);
-  if (dev.empty()) return;
-  const std::string path = "/sys/class/bdi/" + dev + "/read_ahead_kb";
+  const auto mount = top_mount_at(read_mountinfo(), options.mountpoint);
+  if (!mount) return;
+  const std::string path = "/sys/class/bdi/" + mount->device + "/read_ahead_kb";
   std::ofstream out(path);
   out << options.read_ahead_kb;
   out.flush();
