@@ -223,9 +223,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
   if (d.remote) fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
-  fo.extra_stats.push_back([credentials] {
-    return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
-  });
+  fo.extra_stats.push_back(credentials_stats(credentials));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
     if (!staging.is_ok()) return Status(staging.code(), "--staging-dir: " + staging.status().message());

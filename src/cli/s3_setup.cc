@@ -47,6 +47,12 @@ void log_credentials(const s3::CredentialProvider& provider) {
             cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
 }
 
+std::function<std::string()> credentials_stats(std::shared_ptr<const s3::CredentialProvider> provider) {
+  return [provider = std::move(provider)] {
+    return "{\"credentials\":" + s3::credential_status_json(provider->status()) + "}";
+  };
+}
+
 std::string explain_check_failure(const Status& st, const std::string& what, const S3Config& config) {
   const std::string endpoint = config.endpoint.empty() ? "the S3 endpoint" : config.endpoint;
   const std::string& m = st.message();

@@ -4,6 +4,7 @@
 // one-line explanation of a failure that names the cause and the fix.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,10 @@ Result<std::shared_ptr<const s3::CredentialProvider>> resolve_credentials(const 
 
 // Logs where the credentials come from and when they expire (never a secret).
 void log_credentials(const s3::CredentialProvider& provider);
+
+// A part of `warmfs stats --json` (FsOptions/CacheServerOptions::extra_stats): the
+// credentials' source, expiry and refreshes under "credentials".
+std::function<std::string()> credentials_stats(std::shared_ptr<const s3::CredentialProvider> provider);
 
 // One LIST of prefix with few retries and short timeouts, so a wrong endpoint, bucket or key
 // is reported in seconds: "cannot list s3://B/P: ... (hint)" or "cannot reach URL: ...".

@@ -191,11 +191,7 @@ int run_serve(const ServeArgs& a) {
   // Misses of many clients at once, one bucket request per fetch thread.
   so.readahead.fetch_threads = 32;
   so.readahead.max_inflight_bytes = budget.readahead_bytes;
-  if (credentials) {
-    so.extra_stats.push_back([credentials] {
-      return "{\"credentials\":" + s3::credential_status_json(credentials->status()) + "}";
-    });
-  }
+  if (credentials) so.extra_stats.push_back(credentials_stats(credentials));
   int rc = kExitOk;
   {
     CacheServer server(by_bucket, memory, ssd->get(), clock, so);
