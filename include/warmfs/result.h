@@ -15,25 +15,25 @@ namespace warmfs {
 
 enum class Errc {
   kOk = 0,
-  kNotFound,            // no such object, bucket or path
-  kAccessDenied,        // 401/403: credentials wrong or insufficient
-  kPreconditionFailed,  // 412: If-Match failed, the object changed
-  kInvalidArgument,     // bad input from the caller
-  kIo,                  // transport or server failure after retries
-  kTimeout,             // no answer in time
-  kUnavailable,         // endpoint unreachable
-  kCorrupt,             // checksum mismatch, malformed response
-  kNoSpace,             // local disk full
-  kExists,              // already exists
-  kNotEmpty,            // directory not empty
-  kReadOnly,            // write to a read-only mount
-  kNotSupported,        // operation not supported
-  kRangeNotSatisfiable, // 416: read past the end
-  kCancelled,           // shutting down
-  kInternal,            // a bug
-  kIsDirectory,         // a file operation on a directory
-  kNotDirectory,        // a directory operation on a file
-  kNotPermitted,        // an operation this filesystem never allows (hard links, symlinks)
+  kNotFound,             // no such object, bucket or path
+  kAccessDenied,         // 401/403: credentials wrong or insufficient
+  kPreconditionFailed,   // 412: If-Match failed, the object changed
+  kInvalidArgument,      // bad input from the caller
+  kIo,                   // transport or server failure after retries
+  kTimeout,              // no answer in time
+  kUnavailable,          // endpoint unreachable
+  kCorrupt,              // checksum mismatch, malformed response
+  kNoSpace,              // local disk full
+  kExists,               // already exists
+  kNotEmpty,             // directory not empty
+  kReadOnly,             // write to a read-only mount
+  kNotSupported,         // operation not supported
+  kRangeNotSatisfiable,  // 416: read past the end
+  kCancelled,            // shutting down
+  kInternal,             // a bug
+  kIsDirectory,          // a file operation on a directory
+  kNotDirectory,         // a directory operation on a file
+  kNotPermitted,         // an operation this filesystem never allows (hard links, symlinks)
 };
 
 const char* errc_name(Errc c);
@@ -59,8 +59,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}              // NOLINT: implicit by design
-  Result(Status status) : v_(std::move(status)) {         // NOLINT
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
+  Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).is_ok() && "Result from an ok Status");
   }
   Result(Errc code, std::string message) : v_(Status(code, std::move(message))) {}
@@ -68,9 +68,18 @@ class [[nodiscard]] Result {
   bool is_ok() const { return v_.index() == 0; }
   explicit operator bool() const { return is_ok(); }
 
-  T& value() & { assert(is_ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(is_ok()); return std::get<0>(v_); }
-  T&& value() && { assert(is_ok()); return std::get<0>(std::move(v_)); }
+  T& value() & {
+    assert(is_ok());
+    return std::get<0>(v_);
+  }
+  const T& value() const& {
+    assert(is_ok());
+    return std::get<0>(v_);
+  }
+  T&& value() && {
+    assert(is_ok());
+    return std::get<0>(std::move(v_));
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -90,9 +99,9 @@ class [[nodiscard]] Result {
 }  // namespace warmfs
 
 // Propagate an error Status or Result from an expression returning Status.
-#define WARMFS_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::warmfs::Status warmfs_status_ = (expr);         \
+#define WARMFS_RETURN_IF_ERROR(expr)                    \
+  do {                                                  \
+    ::warmfs::Status warmfs_status_ = (expr);           \
     if (!warmfs_status_.is_ok()) return warmfs_status_; \
   } while (0)
 
@@ -101,7 +110,7 @@ class [[nodiscard]] Result {
 // WARMFS_ASSIGN_OR_RETURN(auto x, f()); binds x to the value or returns the error.
 #define WARMFS_ASSIGN_OR_RETURN(lhs, expr) \
   WARMFS_ASSIGN_OR_RETURN_IMPL(WARMFS_CONCAT(warmfs_result_, __LINE__), lhs, expr)
-#define WARMFS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                 \
+#define WARMFS_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)     \
+  auto tmp = (expr);                                     \
   if (!tmp.is_ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()

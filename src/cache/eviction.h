@@ -15,10 +15,10 @@
 // (the victim: the sealed region with the lowest mean, ties to the oldest); the first such
 // chunk evicts the victim and takes its slot, and later chunks appended to that slot must beat
 // the evicted region's mean in the same way, so no scan rides along while a new working set
-// that beat the old one keeps filling the slot it won. A chunk read as often as what the cache holds never gets
-// in, so a working set larger than the cache keeps the part it holds instead of cycling
-// through it (LRU and FIFO hit 0% on a loop over more than their size). The margin of one is
-// for such loops: a chunk missed during a pass already counts this pass's access while the
+// that beat the old one keeps filling the slot it won. A chunk read as often as what the cache
+// holds never gets in, so a working set larger than the cache keeps the part it holds instead of
+// cycling through it (LRU and FIFO hit 0% on a loop over more than their size). The margin of one
+// is for such loops: a chunk missed during a pass already counts this pass's access while the
 // victim, not yet reached by the reader, does not; without it each miss would evict the
 // region the reader needs next. Every sample_factor * expected_items lookups the sketch and
 // all region scores are halved, so data nobody reads any more loses to a new working set.

@@ -3,13 +3,12 @@
 #include "cache/ssd_cache.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
-
-#include <fmt/format.h>
-#include <unistd.h>
 
 #include "cache/ssd_record.h"
 #include "common/buffer.h"
@@ -168,9 +167,8 @@ ChunkPtr SsdCache::get(const ChunkKey& key) {
   // O_DIRECT for an aligned record whose buffer is mapped (page-aligned); the read covers the
   // padding (a record written through the page cache may end the file early: a short read
   // that still covers the record is fine).
-  const int direct = e.offset % kDirectAlign == 0 && padded >= kPoolMinBytes
-                         ? direct_read_fd(e.region)
-                         : -1;
+  const int direct =
+      e.offset % kDirectAlign == 0 && padded >= kPoolMinBytes ? direct_read_fd(e.region) : -1;
   std::shared_ptr<std::byte[]> owned = allocate_buffer(direct >= 0 ? padded : record);
   std::span<std::byte> buf(owned.get(), direct >= 0 ? padded : record);
   auto n = direct >= 0 ? io_->read_at(direct, buf, e.offset)

@@ -162,7 +162,7 @@ class SsdCache final : public BlockCache {
   std::unique_ptr<SsdIndex> index_;
   const std::vector<io::UniqueFd> region_fds_;  // one per region slot, fixed
 
-  std::mutex write_mu_;    // serializes writer-side work: write_one() and expire()
+  std::mutex write_mu_;  // serializes writer-side work: write_one() and expire()
   // One record being written, aligned for O_DIRECT; under write_mu_.
   struct FreeAligned {
     void operator()(std::byte* p) const { std::free(p); }

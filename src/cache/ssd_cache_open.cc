@@ -141,31 +141,28 @@ Status SsdCache::recover() {
   }
   std::vector<RegionInfo> found(count);
   uint64_t kept = 0;
-  WARMFS_ASSIGN_OR_RETURN(uint64_t dropped,
-                          index_->scan([&](std::string_view, const SsdIndexEntry& e) {
-                            if (e.region >= count) return false;
-                            auto g = gens.find(e.region);
-                            if (g == gens.end() || g->second != e.gen)
-                              return false;  // a stale fill
-                            if (!ssd_record::fits(e.offset, e.length, sizes[e.region],
-                                                  options_.region_bytes))
-                              return false;  // cut short
-                            const uint64_t end = e.offset + e.length + ssd_record::kTrailerBytes;
-                            RegionInfo& r = found[e.region];
-                            r.live_bytes += e.length;
-                            ++r.live_chunks;
-                            // With O_DIRECT writes, appends resume aligned (a record
-                            // written through the page cache is not padded).
-                            const uint64_t aligned =
-                                options_.direct_writes
-                                    ? std::min<uint64_t>((end + kDirectAlign - 1) /
-                                                             kDirectAlign * kDirectAlign,
-                                                         options_.region_bytes)
-                                    : end;
-                            r.write_end = std::max(r.write_end, aligned);
-                            ++kept;
-                            return true;
-                          }));
+  WARMFS_ASSIGN_OR_RETURN(
+      uint64_t dropped, index_->scan([&](std::string_view, const SsdIndexEntry& e) {
+        if (e.region >= count) return false;
+        auto g = gens.find(e.region);
+        if (g == gens.end() || g->second != e.gen) return false;  // a stale fill
+        if (!ssd_record::fits(e.offset, e.length, sizes[e.region], options_.region_bytes))
+          return false;  // cut short
+        const uint64_t end = e.offset + e.length + ssd_record::kTrailerBytes;
+        RegionInfo& r = found[e.region];
+        r.live_bytes += e.length;
+        ++r.live_chunks;
+        // With O_DIRECT writes, appends resume aligned (a record
+        // written through the page cache is not padded).
+        const uint64_t aligned =
+            options_.direct_writes
+                ? std::min<uint64_t>((end + kDirectAlign - 1) / kDirectAlign * kDirectAlign,
+                                     options_.region_bytes)
+                : end;
+        r.write_end = std::max(r.write_end, aligned);
+        ++kept;
+        return true;
+      }));
 
   // The newest fill continues as the open region; every other one with data is sealed.
   int newest = -1;

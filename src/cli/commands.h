@@ -4,10 +4,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "cache/ssd_cache.h"
 #include "common/clock.h"
@@ -20,7 +19,7 @@ inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
 struct MountArgs {
-  std::string source;      // s3://bucket[/prefix]
+  std::string source;  // s3://bucket[/prefix]
   std::string mountpoint;
   std::string endpoint;
   std::string region;
@@ -31,7 +30,7 @@ struct MountArgs {
   double metadata_ttl_sec = 60;
   bool read_only = false;
   bool allow_other = false;
-  int64_t uid = -1;        // -1: the mounting user
+  int64_t uid = -1;  // -1: the mounting user
   int64_t gid = -1;
   // Shown for every file and directory; without --file-mode/--dir-mode: 0644/0755, or
   // 0444/0555 with --read-only.
@@ -40,12 +39,12 @@ struct MountArgs {
   std::string log_level = "info";
   std::string log_file;
   bool foreground = false;
-  std::string cache_dir;          // empty: memory only
-  uint64_t cache_size_bytes = 0;  // 0: the default (see mount_command.cc)
-  double cache_ttl_sec = 0;       // 0: until space is needed
+  std::string cache_dir;              // empty: memory only
+  uint64_t cache_size_bytes = 0;      // 0: the default (see mount_command.cc)
+  double cache_ttl_sec = 0;           // 0: until space is needed
   std::vector<std::string> prefetch;  // paths to warm right after mounting
-  std::string staging_dir;        // files being written; empty: CACHE_DIR/staging or /var/tmp
-  uint32_t upload_threads = 4;    // parts uploaded at once
+  std::string staging_dir;            // files being written; empty: CACHE_DIR/staging or /var/tmp
+  uint32_t upload_threads = 4;        // parts uploaded at once
   // Cache servers (`warmfs serve`) under memory, and their token (cli/serve_command.h).
   std::vector<std::string> cache_servers;  // base URLs; empty: none
   std::string token_file;
@@ -61,14 +60,15 @@ int run_stats(const std::string& mountpoint, bool json);
 // nothing when it has no "credentials" member.
 void print_credentials_line(const nlohmann::json& stats);
 // Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
-int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths, unsigned threads);
+int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths,
+                 unsigned threads);
 
 // Opens (or creates) an SSD cache tier in dir, of size_bytes (0: 80% of the free space there),
 // keeping chunks ttl_sec after their last read (0: until space is needed). For mounts and
 // cache servers alike.
 // queue_bytes bounds the chunks waiting for the SSD writer (see MemoryBudget).
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
-                                                uint64_t queue_bytes, Clock& clock);
+Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
+                                                double ttl_sec, uint64_t queue_bytes, Clock& clock);
 
 // How --memory-cache-size splits, for mounts and cache servers alike: it bounds all chunk
 // memory, so the daemon's resident set stays near the size given: the chunks being read

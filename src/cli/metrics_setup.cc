@@ -25,11 +25,13 @@ void add_bucket_families(MetricSink& out, const std::vector<const S3ObjectStore*
                           metrics::export_microseconds(s->request_latency_us(BucketOp(i))));
     }
   }
-  const std::pair<BucketOp, uint64_t> by_op[] = {
-      {BucketOp::kGet, c.get_requests},     {BucketOp::kHead, c.head_requests},
-      {BucketOp::kList, c.list_requests},   {BucketOp::kPut, c.put_requests},
-      {BucketOp::kMultipart, c.multipart_requests}, {BucketOp::kCopy, c.copy_requests},
-      {BucketOp::kDelete, c.delete_requests}};
+  const std::pair<BucketOp, uint64_t> by_op[] = {{BucketOp::kGet, c.get_requests},
+                                                 {BucketOp::kHead, c.head_requests},
+                                                 {BucketOp::kList, c.list_requests},
+                                                 {BucketOp::kPut, c.put_requests},
+                                                 {BucketOp::kMultipart, c.multipart_requests},
+                                                 {BucketOp::kCopy, c.copy_requests},
+                                                 {BucketOp::kDelete, c.delete_requests}};
   auto& requests = out.counter("warmfs_bucket_requests_total",
                                "Requests to the bucket by operation, retries not counted "
                                "(copy: copy calls; multipart: each multipart request)");
@@ -68,8 +70,8 @@ void add_cache_families(MetricSink& out, const BlockCache& memory, const BlockCa
   both("warmfs_cache_inserted_bytes_total", "Bytes of chunks stored in the cache tier", true,
        m.inserted_bytes, k.inserted_bytes);
   both("warmfs_cache_hits_total", "Chunk lookups the cache tier answered", true, m.hits, k.hits);
-  both("warmfs_cache_misses_total", "Chunk lookups the cache tier could not answer", true,
-       m.misses, k.misses);
+  both("warmfs_cache_misses_total", "Chunk lookups the cache tier could not answer", true, m.misses,
+       k.misses);
   out.counter("warmfs_cache_corrupt_chunks_total",
               "Chunks whose checksum failed when read back (served from elsewhere instead)")
       .add(d(m.corrupt_chunks + k.corrupt_chunks));
@@ -85,9 +87,8 @@ void add_cache_families(MetricSink& out, const BlockCache& memory, const BlockCa
 }  // namespace
 
 metrics::Collector process_collector() {
-  const double started = std::chrono::duration<double>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  const double started =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   return [started](MetricSink& out) {
     out.gauge("warmfs_build_info", "Always 1; the version of warmfs running")
         .add(1, {{"version", WARMFS_VERSION}});
@@ -166,7 +167,8 @@ metrics::Collector mount_collector(MountMetricsSources s) {
 metrics::Collector serve_collector(ServeMetricsSources s) {
   return [s](MetricSink& out) {
     const CacheServerCounters c = s.server->counters();
-    auto& requests = out.counter("warmfs_server_requests_total", "Requests answered, by HTTP status");
+    auto& requests =
+        out.counter("warmfs_server_requests_total", "Requests answered, by HTTP status");
     for (const auto& [status, n] : s.server->requests_by_status())
       requests.add(d(n), {{"status", std::to_string(status)}});
     out.histogram("warmfs_server_request_duration_seconds",
@@ -178,7 +180,8 @@ metrics::Collector serve_collector(ServeMetricsSources s) {
                 "Chunk bytes served: hit (from the server's caches) or miss (fetched first)")
         .add(d(c.hit_bytes), {{"result", "hit"}})
         .add(d(c.miss_bytes), {{"result", "miss"}});
-    out.gauge("warmfs_server_connections", "Client connections open").add(d(s.server->open_connections()));
+    out.gauge("warmfs_server_connections", "Client connections open")
+        .add(d(s.server->open_connections()));
     add_cache_families(out, *s.memory, s.disk);
     add_bucket_families(out, s.stores);
   };

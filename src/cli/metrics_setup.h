@@ -35,10 +35,10 @@ struct MountMetricsSources {
   const Filesystem* fs = nullptr;
   const ReadPath* read_path = nullptr;
   const BlockCache* memory = nullptr;
-  const BlockCache* disk = nullptr;      // null without --cache-dir
+  const BlockCache* disk = nullptr;  // null without --cache-dir
   const S3ObjectStore* store = nullptr;
-  const Uploader* uploader = nullptr;    // null with --read-only
-  const RemoteCache* remote = nullptr;   // null without --cache-server
+  const Uploader* uploader = nullptr;   // null with --read-only
+  const RemoteCache* remote = nullptr;  // null without --cache-server
 };
 
 // What a cache server's collector reads. All must outlive the endpoint.

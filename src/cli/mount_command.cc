@@ -1,6 +1,7 @@
 // warmfs mount: check the bucket answers, then mount and serve (in the background unless
 // --foreground), reporting readiness to the waiting parent through a pipe.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -12,25 +13,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cache/memory_cache.h"
 #include "cache/remote_cache.h"
 #include "cache/ssd_cache.h"
 #include "cache/tiered_cache.h"
-#include "cli/prefetch.h"
-#include "cli/s3_setup.h"
 #include "cli/commands.h"
 #include "cli/metrics_setup.h"
-#include "common/buffer.h"
+#include "cli/prefetch.h"
+#include "cli/s3_setup.h"
 #include "cli/serve_command.h"
+#include "common/buffer.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/mountinfo.h"
@@ -88,9 +87,9 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
   std::unique_ptr<MemoryCache> memory;
-  std::unique_ptr<SsdCache> disk;      // with --cache-dir
-  std::unique_ptr<TieredCache> tiers;  // memory over disk
-  std::unique_ptr<RemoteCache> remote;      // with --cache-server: below memory (and disk)
+  std::unique_ptr<SsdCache> disk;       // with --cache-dir
+  std::unique_ptr<TieredCache> tiers;   // memory over disk
+  std::unique_ptr<RemoteCache> remote;  // with --cache-server: below memory (and disk)
   std::unique_ptr<TieredCache> disk_over_remote;
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
@@ -122,8 +121,9 @@ MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier) {
 // The SSD tier. Without a size it may take 80% of the space free on the cache dir's
 // filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
 // writes, logs and other tenants of the disk.
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes, double ttl_sec,
-                                                uint64_t queue_bytes, Clock& clock) {
+Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
+                                                double ttl_sec, uint64_t queue_bytes,
+                                                Clock& clock) {
   SsdCacheOptions o;
   o.dir = dir;
   if (queue_bytes != 0) o.write_queue_bytes = queue_bytes;
@@ -164,7 +164,8 @@ void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
     PrefetchProgress progress;
     const auto start = std::chrono::steady_clock::now();
     const uint64_t failed = prefetch_files(files, 8, progress, on_error);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     log::info("prefetch: {} files, {} in {:.1f} s, {} failed", files.size(),
               format_size(progress.bytes_done.load()), secs, failed);
   }).detach();
@@ -188,10 +189,11 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   // memory holds is served from the disk without turning memory over
   // (docs/benchmark-misses.md).
   TieredCache::Options disk_promotion;
-  disk_promotion.promote_after_second_hit = std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
+  disk_promotion.promote_after_second_hit =
+      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
   if (!a.cache_dir.empty()) {
     WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
-                                                      budget.ssd_queue_bytes, clock));
+                                                  budget.ssd_queue_bytes, clock));
     d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk, disk_promotion);
     cache = d.tiers.get();
   }
@@ -205,7 +207,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     }
     // With a local SSD tier, memory sits over the disk as without servers, and keeps its
     // promotion policy; over servers alone every hit goes up (a server hit costs a round trip).
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *below, d.disk ? disk_promotion : TieredCache::Options{});
+    d.tiers = std::make_unique<TieredCache>(*d.memory, *below,
+                                            d.disk ? disk_promotion : TieredCache::Options{});
     cache = d.tiers.get();
   }
   d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
@@ -222,14 +225,17 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
-  if (d.remote) fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
+  if (d.remote)
+    fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
   fo.extra_stats.push_back(credentials_stats(credentials));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
-    if (!staging.is_ok()) return Status(staging.code(), "--staging-dir: " + staging.status().message());
+    if (!staging.is_ok())
+      return Status(staging.code(), "--staging-dir: " + staging.status().message());
     d.staging = std::move(*staging);
     if (d.staging->recovered_uploads() > 0) {
-      log::info("aborted {} unfinished uploads of an earlier mount", d.staging->recovered_uploads());
+      log::info("aborted {} unfinished uploads of an earlier mount",
+                d.staging->recovered_uploads());
     }
     UploaderOptions uo;
     uo.bucket = src.bucket;
@@ -239,8 +245,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     BlockCache* write_through = d.disk ? static_cast<BlockCache*>(d.disk.get()) : d.memory.get();
     d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
   }
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store, clock, fo,
-                                      d.uploader.get());
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store,
+                                      clock, fo, d.uploader.get());
   return d;
 }
 
@@ -270,7 +276,8 @@ void prepare_process() {
   }
 }
 
-int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint, int ready_fd) {
+int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint,
+          int ready_fd) {
   prepare_process();
   auto daemon = build_daemon(a, src, std::move(config));
   if (!daemon.is_ok()) {
@@ -283,8 +290,9 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     const Daemon& d = *daemon;
     auto m = MetricsEndpoint::start(
         a.metrics_listen,
-        {process_collector(), mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
-                                               d.store.get(), d.uploader.get(), d.remote.get()}),
+        {process_collector(),
+         mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
+                          d.store.get(), d.uploader.get(), d.remote.get()}),
          credentials_collector(d.store->credential_provider())});
     if (!m.is_ok()) {
       send_ready(ready_fd, m.status());
@@ -315,20 +323,23 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
       // the background says nothing: its parent is what was started, and reports by exiting.
       if (a.foreground) service::notify_ready("mounted " + fo.fsname + " at " + mountpoint);
       start_prefetch(a, mountpoint);
-    }
-    else log::error("mount failed: {}", st.message());
+    } else
+      log::error("mount failed: {}", st.message());
     if (!st.is_ok() && ready_fd < 0) print_error(st.message());
     send_ready(ready_fd, st);
     ready_fd = -1;
     reported = true;
     mounted = st.is_ok();
   });
-  if (!reported) send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
+  if (!reported)
+    send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
   // The loop ended (SIGTERM, SIGINT or an unmount) and the mount is gone; what was written
   // may still be uploading.
-  if (mounted && a.foreground) service::notify_stopping("unmounted " + mountpoint + "; finishing uploads");
+  if (mounted && a.foreground)
+    service::notify_stopping("unmounted " + mountpoint + "; finishing uploads");
   const size_t failed = daemon->fs->flush_all();
-  if (failed > 0) log::error("{} files written here could not be uploaded before the unmount", failed);
+  if (failed > 0)
+    log::error("{} files written here could not be uploaded before the unmount", failed);
   log::info("unmounted {}", mountpoint);
   return rc == 0 ? kExitOk : kExitFailure;
 }
@@ -343,7 +354,8 @@ int wait_ready(int fd, pid_t child) {
   while (true) {
     int r = ::poll(&p, 1, kTimeoutMs);
     if (r == 0) {
-      print_error("the mount did not become ready within 120 s (daemon pid " + std::to_string(child) + ")");
+      print_error("the mount did not become ready within 120 s (daemon pid " +
+                  std::to_string(child) + ")");
       return kExitFailure;
     }
     if (r < 0 && errno == EINTR) continue;
@@ -359,7 +371,9 @@ int wait_ready(int fd, pid_t child) {
 
 }  // namespace
 
-void print_error(const std::string& message) { std::fprintf(stderr, "warmfs: %s\n", message.c_str()); }
+void print_error(const std::string& message) {
+  std::fprintf(stderr, "warmfs: %s\n", message.c_str());
+}
 
 int run_mount(const MountArgs& a) {
   log::Level level;
@@ -390,7 +404,8 @@ int run_mount(const MountArgs& a) {
   }
   const std::string mountpoint = resolved;
   if (is_warmfs_mount(mountpoint)) {
-    print_error(mountpoint + " is already a warmfs mount (warmfs unmount " + mountpoint + " first)");
+    print_error(mountpoint + " is already a warmfs mount (warmfs unmount " + mountpoint +
+                " first)");
     return kExitFailure;
   }
 
@@ -435,7 +450,8 @@ int run_mount(const MountArgs& a) {
   // The daemon: its own session, no terminal, logs to the file or syslog.
   ::close(fds[0]);
   ::setsid();
-  if (::chdir("/") != 0) { /* the mountpoint is absolute; nothing depends on the cwd */ }
+  if (::chdir("/") != 0) { /* the mountpoint is absolute; nothing depends on the cwd */
+  }
   int null = ::open("/dev/null", O_RDWR);
   if (null >= 0) {
     ::dup2(null, STDIN_FILENO);

@@ -1,12 +1,11 @@
 // warmfs prefetch MOUNTPOINT PATH...: warm files or directories into a mount's caches.
+#include <fmt/format.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/prefetch.h"
@@ -43,7 +42,8 @@ void draw(const PrefetchProgress& p, double elapsed, bool final_line) {
 
 }  // namespace
 
-int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths, unsigned threads) {
+int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths,
+                 unsigned threads) {
   char probe[16];
   if (::getxattr(mountpoint.c_str(), kPidXattr, probe, sizeof probe) < 0) {
     print_error(mountpoint + " is not a warmfs mount");
@@ -52,7 +52,9 @@ int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& 
   std::vector<std::string> full;
   for (const auto& p : paths) full.push_back(p.empty() || p[0] != '/' ? mountpoint + "/" + p : p);
   uint64_t missing = 0;
-  auto on_error = [](const std::string& m) { std::fprintf(stderr, "warmfs: prefetch: %s\n", m.c_str()); };
+  auto on_error = [](const std::string& m) {
+    std::fprintf(stderr, "warmfs: prefetch: %s\n", m.c_str());
+  };
   auto files = collect_files(full, [&](const std::string& m) {
     ++missing;
     on_error(m);
@@ -60,7 +62,9 @@ int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& 
   PrefetchProgress progress;
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   std::atomic<bool> done{false};
   std::thread ticker;
   if (tty) {
@@ -76,10 +80,11 @@ int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& 
   if (ticker.joinable()) ticker.join();
   if (tty) draw(progress, elapsed(), true);
   const double secs = elapsed();
-  std::printf("prefetched %llu files, %s in %.1f s (%s/s)%s\n", (unsigned long long)(files.size() - failed),
-              format_size(progress.bytes_done.load()).c_str(), secs,
-              format_size(static_cast<uint64_t>(secs > 0 ? progress.bytes_done.load() / secs : 0)).c_str(),
-              failed ? fmt::format(", {} failed", failed).c_str() : "");
+  std::printf(
+      "prefetched %llu files, %s in %.1f s (%s/s)%s\n", (unsigned long long)(files.size() - failed),
+      format_size(progress.bytes_done.load()).c_str(), secs,
+      format_size(static_cast<uint64_t>(secs > 0 ? progress.bytes_done.load() / secs : 0)).c_str(),
+      failed ? fmt::format(", {} failed", failed).c_str() : "");
   return failed == 0 && missing == 0 ? kExitOk : kExitFailure;
 }
 

@@ -24,8 +24,9 @@ S3Config s3_config(const S3Flags& flags, const std::string& bucket) {
   S3Config c;
   c.bucket = bucket;
   c.region = s3::resolve_region(flags.region, flags.profile, env);
-  c.endpoint = !flags.endpoint.empty() ? flags.endpoint
-                                       : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
+  c.endpoint = !flags.endpoint.empty()
+                   ? flags.endpoint
+                   : env_or("AWS_ENDPOINT_URL_S3", env_or("AWS_ENDPOINT_URL", ""));
   c.path_style = flags.path_style;
   c.anonymous = flags.no_sign_request;
   return c;
@@ -36,8 +37,10 @@ Result<std::shared_ptr<const s3::CredentialProvider>> resolve_credentials(const 
   s3::CredentialRequest req;
   req.profile = flags.profile;
   req.anonymous = flags.no_sign_request;
-  auto provider = s3::resolve_credential_chain(req, config.region, s3::default_chain_deps(config.http));
-  if (!provider.is_ok()) return Status(provider.code(), "credentials: " + provider.status().message());
+  auto provider =
+      s3::resolve_credential_chain(req, config.region, s3::default_chain_deps(config.http));
+  if (!provider.is_ok())
+    return Status(provider.code(), "credentials: " + provider.status().message());
   return std::shared_ptr<const s3::CredentialProvider>(std::move(*provider));
 }
 
@@ -47,35 +50,42 @@ void log_credentials(const s3::CredentialProvider& provider) {
             cs.expires_at ? ", expire at " + s3::format_iso8601(*cs.expires_at) : "");
 }
 
-std::function<std::string()> credentials_stats(std::shared_ptr<const s3::CredentialProvider> provider) {
+std::function<std::string()> credentials_stats(
+    std::shared_ptr<const s3::CredentialProvider> provider) {
   return [provider = std::move(provider)] {
     return "{\"credentials\":" + s3::credential_status_json(provider->status()) + "}";
   };
 }
 
-std::string explain_check_failure(const Status& st, const std::string& what, const S3Config& config) {
+std::string explain_check_failure(const Status& st, const std::string& what,
+                                  const S3Config& config) {
   const std::string endpoint = config.endpoint.empty() ? "the S3 endpoint" : config.endpoint;
   const std::string& m = st.message();
   std::string hint;
   switch (st.code()) {
     case Errc::kAccessDenied:
-      if (m.find("SignatureDoesNotMatch") != std::string::npos) hint = "check AWS_SECRET_ACCESS_KEY";
-      else if (m.find("InvalidAccessKeyId") != std::string::npos) hint = "check AWS_ACCESS_KEY_ID";
-      else if (m.find("ExpiredToken") != std::string::npos || m.find("InvalidToken") != std::string::npos)
+      if (m.find("SignatureDoesNotMatch") != std::string::npos)
+        hint = "check AWS_SECRET_ACCESS_KEY";
+      else if (m.find("InvalidAccessKeyId") != std::string::npos)
+        hint = "check AWS_ACCESS_KEY_ID";
+      else if (m.find("ExpiredToken") != std::string::npos ||
+               m.find("InvalidToken") != std::string::npos)
         hint = "refresh AWS_SESSION_TOKEN";
-      else hint = "check the credentials and that they may list this bucket";
+      else
+        hint = "check the credentials and that they may list this bucket";
       break;
     case Errc::kNotFound:
       hint = m.find("NoSuchBucket") != std::string::npos ? "check the bucket name and --endpoint"
-                                                          : "check the bucket name";
+                                                         : "check the bucket name";
       break;
     case Errc::kUnavailable:
     case Errc::kTimeout:
       // Virtual-hosted URLs need BUCKET.HOST to resolve; servers such as MinIO and Ceph
       // often answer only on HOST.
       if (!config.path_style && m.find("resolve host") != std::string::npos) {
-        return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network; if the endpoint " +
-               "does not answer " + config.bucket + ".HOST names, add --path-style)";
+        return "cannot reach " + endpoint + ": " + m +
+               " (check --endpoint and the network; if the endpoint " + "does not answer " +
+               config.bucket + ".HOST names, add --path-style)";
       }
       return "cannot reach " + endpoint + ": " + m + " (check --endpoint and the network)";
     default:
@@ -96,7 +106,8 @@ Status check_bucket(const S3Config& config, const std::string& prefix) {
   auto page = store->list(req);
   if (page.is_ok()) return Status::ok();
   std::string what = "s3://" + config.bucket;
-  if (!prefix.empty()) what += "/" + prefix.substr(0, prefix.size() - (prefix.ends_with('/') ? 1 : 0));
+  if (!prefix.empty())
+    what += "/" + prefix.substr(0, prefix.size() - (prefix.ends_with('/') ? 1 : 0));
   return Status(page.code(), explain_check_failure(page.status(), what, store->config()));
 }
 

@@ -37,13 +37,15 @@ void log_credentials(const s3::CredentialProvider& provider);
 
 // A part of `warmfs stats --json` (FsOptions/CacheServerOptions::extra_stats): the
 // credentials' source, expiry and refreshes under "credentials".
-std::function<std::string()> credentials_stats(std::shared_ptr<const s3::CredentialProvider> provider);
+std::function<std::string()> credentials_stats(
+    std::shared_ptr<const s3::CredentialProvider> provider);
 
 // One LIST of prefix with few retries and short timeouts, so a wrong endpoint, bucket or key
 // is reported in seconds: "cannot list s3://B/P: ... (hint)" or "cannot reach URL: ...".
 Status check_bucket(const S3Config& config, const std::string& prefix);
 
 // The one-line message check_bucket gives for a failed LIST of `what` (s3://B[/P]).
-std::string explain_check_failure(const Status& st, const std::string& what, const S3Config& config);
+std::string explain_check_failure(const Status& st, const std::string& what,
+                                  const S3Config& config);
 
 }  // namespace warmfs::cli

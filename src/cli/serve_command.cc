@@ -176,8 +176,8 @@ int run_serve(const ServeArgs& a) {
   ::signal(SIGPIPE, SIG_IGN);
 
   const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, true);
-  auto ssd = open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
-                           budget.ssd_queue_bytes, clock);
+  auto ssd = open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec, budget.ssd_queue_bytes,
+                           clock);
   if (!ssd.is_ok()) {
     print_error(ssd.status().message());
     return kExitFailure;
@@ -199,10 +199,10 @@ int run_serve(const ServeArgs& a) {
     if (!a.metrics_listen.empty()) {
       std::vector<const S3ObjectStore*> served;
       for (const auto& s : stores) served.push_back(s.get());
-      auto m = MetricsEndpoint::start(a.metrics_listen,
-                                      {process_collector(),
-                                       serve_collector({&server, &memory, ssd->get(), served}),
-                                       credentials_collector(*credentials)});
+      auto m = MetricsEndpoint::start(
+          a.metrics_listen,
+          {process_collector(), serve_collector({&server, &memory, ssd->get(), served}),
+           credentials_collector(*credentials)});
       if (!m.is_ok()) {
         print_error(m.status().message());
         return kExitFailure;

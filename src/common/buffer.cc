@@ -53,7 +53,8 @@ std::byte* map_buffer(size_t len) {
   void* p = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   auto* base = static_cast<std::byte*>(p);
-  const size_t lead = (kHugePageBytes - reinterpret_cast<uintptr_t>(base) % kHugePageBytes) % kHugePageBytes;
+  const size_t lead =
+      (kHugePageBytes - reinterpret_cast<uintptr_t>(base) % kHugePageBytes) % kHugePageBytes;
   if (lead > 0) ::munmap(base, lead);
   ::munmap(base + lead + len, kHugePageBytes - lead);
   std::byte* data = base + lead;
@@ -80,7 +81,8 @@ class Arena {
       ::close(fd);
       return nullptr;
     }
-    void* p = ::mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+    void* p =
+        ::mmap(nullptr, kArenaBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
     if (p == MAP_FAILED) {
       ::close(fd);
       return nullptr;
@@ -183,7 +185,9 @@ class Arena {
     }
   }
 
-  BufferFile file_of(const std::byte* p) const { return BufferFile{fd_, static_cast<uint64_t>(p - base_)}; }
+  BufferFile file_of(const std::byte* p) const {
+    return BufferFile{fd_, static_cast<uint64_t>(p - base_)};
+  }
 
   uint64_t resident() const {
     struct stat st {};
@@ -207,9 +211,9 @@ class Arena {
 
   const int fd_;
   std::byte* const base_;
-  std::mutex mu_;  // protects everything below
-  size_t bump_ = 0;  // addresses from here on were never handed out
-  std::map<size_t, size_t> by_at_;            // free ranges below bump_: offset -> length
+  std::mutex mu_;                               // protects everything below
+  size_t bump_ = 0;                             // addresses from here on were never handed out
+  std::map<size_t, size_t> by_at_;              // free ranges below bump_: offset -> length
   std::set<std::pair<size_t, size_t>> by_len_;  // the same, as (length, offset)
   uint64_t in_use_ = 0;
 };
@@ -219,7 +223,7 @@ class Arena {
 std::atomic<Arena*> g_arena{nullptr};
 std::atomic<bool> g_arena_failed{false};
 std::atomic<uint64_t> g_arena_generation{1};  // bumped when a child drops the parent's
-std::mutex g_arena_mu;  // serialises making one
+std::mutex g_arena_mu;                        // serialises making one
 
 void forget_arena_in_child() {
   // Only the forking thread runs here; the parent's arena is not mapped in this process.
@@ -329,7 +333,7 @@ class Pool {
     }
   }
 
-  std::mutex mu_;  // protects everything below
+  std::mutex mu_;         // protects everything below
   std::list<Entry> lru_;  // every pooled buffer, oldest first
   std::map<Key, std::deque<std::list<Entry>::iterator>> by_size_;  // oldest first, per class
   uint64_t pooled_ = 0, reused_ = 0, mapped_ = 0;

@@ -20,8 +20,12 @@ class Clock {
 
 class SystemClock final : public Clock {
  public:
-  std::chrono::steady_clock::time_point now() const override { return std::chrono::steady_clock::now(); }
-  std::chrono::system_clock::time_point wall_now() const override { return std::chrono::system_clock::now(); }
+  std::chrono::steady_clock::time_point now() const override {
+    return std::chrono::steady_clock::now();
+  }
+  std::chrono::system_clock::time_point wall_now() const override {
+    return std::chrono::system_clock::now();
+  }
   void sleep_for(std::chrono::nanoseconds d) override;
   // One process-wide instance for production wiring (stateless, so sharing is harmless).
   static SystemClock& instance();

@@ -75,8 +75,8 @@ uint32_t shift(const ShiftTable& t, uint32_t c) {
 }
 
 // Runs three streams of `block` bytes at p, p + block, p + 2 * block, and combines them.
-__attribute__((target("sse4.2"))) uint64_t three_way(uint64_t c0, const unsigned char* p, size_t block,
-                                                     const ShiftTable& t) {
+__attribute__((target("sse4.2"))) uint64_t three_way(uint64_t c0, const unsigned char* p,
+                                                     size_t block, const ShiftTable& t) {
   uint64_t c1 = 0, c2 = 0;
   for (size_t i = 0; i < block; i += 8) {
     uint64_t w0, w1, w2;

@@ -23,7 +23,8 @@ std::string to_hex(std::span<const unsigned char> bytes, HexCase letters) {
 }
 
 std::string to_hex(std::string_view bytes, HexCase letters) {
-  return to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()), letters);
+  return to_hex(std::span(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()),
+                letters);
 }
 
 int hex_digit_value(char c) {

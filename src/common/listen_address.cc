@@ -41,7 +41,8 @@ Result<ListenAddress> parse_listen_address(std::string_view text, const ListenRu
   }
   const std::string_view port_text = text.substr(colon + 1);
   unsigned port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
   if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
       port > 65535) {
     return Status(Errc::kInvalidArgument, quoted + ": the port must be a number up to 65535");

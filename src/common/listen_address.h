@@ -23,7 +23,7 @@ struct ListenAddress {
 
 struct ListenRules {
   std::string_view flag = "--listen";  // names the option in messages
-  bool port_zero_ok = true;  // 0: any free port (fine for a server that reports its port)
+  bool port_zero_ok = true;            // 0: any free port (fine for a server that reports its port)
 };
 
 // --metrics-listen: Prometheus must be told the port, so "any free port" is no use.

@@ -1,27 +1,33 @@
 #include "common/log.h"
 
+#include <sys/time.h>
+#include <syslog.h>
+
 #include <atomic>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
-#include <sys/time.h>
-#include <syslog.h>
 
 namespace warmfs::log {
 namespace {
 
 std::atomic<Level> g_level{Level::kInfo};
-std::mutex g_mu;          // protects g_out
-FILE* g_out = nullptr;    // nullptr means stderr (or syslog)
-bool g_syslog = false;    // guarded by g_mu
+std::mutex g_mu;        // protects g_out
+FILE* g_out = nullptr;  // nullptr means stderr (or syslog)
+bool g_syslog = false;  // guarded by g_mu
 
 const char* level_name(Level l) {
   switch (l) {
-    case Level::kDebug: return "DEBUG";
-    case Level::kInfo: return "INFO";
-    case Level::kWarn: return "WARN";
-    case Level::kError: return "ERROR";
-    case Level::kOff: return "OFF";
+    case Level::kDebug:
+      return "DEBUG";
+    case Level::kInfo:
+      return "INFO";
+    case Level::kWarn:
+      return "WARN";
+    case Level::kError:
+      return "ERROR";
+    case Level::kOff:
+      return "OFF";
   }
   return "?";
 }
@@ -29,12 +35,18 @@ const char* level_name(Level l) {
 }  // namespace
 
 bool parse_level(std::string_view s, Level* out) {
-  if (s == "debug") *out = Level::kDebug;
-  else if (s == "info") *out = Level::kInfo;
-  else if (s == "warn" || s == "warning") *out = Level::kWarn;
-  else if (s == "error") *out = Level::kError;
-  else if (s == "off") *out = Level::kOff;
-  else return false;
+  if (s == "debug")
+    *out = Level::kDebug;
+  else if (s == "info")
+    *out = Level::kInfo;
+  else if (s == "warn" || s == "warning")
+    *out = Level::kWarn;
+  else if (s == "error")
+    *out = Level::kError;
+  else if (s == "off")
+    *out = Level::kOff;
+  else
+    return false;
   return true;
 }
 
@@ -61,8 +73,10 @@ void write(Level l, std::string_view message) {
   {
     std::lock_guard lock(g_mu);
     if (g_syslog && g_out == nullptr) {
-      const int prio = l == Level::kDebug ? LOG_DEBUG : l == Level::kInfo ? LOG_INFO
-                       : l == Level::kWarn ? LOG_WARNING : LOG_ERR;
+      const int prio = l == Level::kDebug  ? LOG_DEBUG
+                       : l == Level::kInfo ? LOG_INFO
+                       : l == Level::kWarn ? LOG_WARNING
+                                           : LOG_ERR;
       ::syslog(prio, "%.*s", static_cast<int>(message.size()), message.data());
       return;
     }
@@ -73,7 +87,8 @@ void write(Level l, std::string_view message) {
   gmtime_r(&tv.tv_sec, &parts);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &parts);
-  std::string line = fmt::format("{}.{:03}Z {} {}\n", stamp, tv.tv_usec / 1000, level_name(l), message);
+  std::string line =
+      fmt::format("{}.{:03}Z {} {}\n", stamp, tv.tv_usec / 1000, level_name(l), message);
   std::lock_guard lock(g_mu);
   FILE* out = g_out != nullptr ? g_out : stderr;
   std::fwrite(line.data(), 1, line.size(), out);

@@ -15,9 +15,12 @@ ProcessMemory process_memory() {
   uint64_t kib = 0;
   uint64_t shmem = 0;
   while (in >> name) {
-    if (name == "VmRSS:" && in >> kib) m.rss_bytes = kib * 1024;
-    else if (name == "VmHWM:" && in >> kib) m.rss_peak_bytes = kib * 1024;
-    else if (name == "RssShmem:" && in >> kib) shmem = kib * 1024;
+    if (name == "VmRSS:" && in >> kib)
+      m.rss_bytes = kib * 1024;
+    else if (name == "VmHWM:" && in >> kib)
+      m.rss_peak_bytes = kib * 1024;
+    else if (name == "RssShmem:" && in >> kib)
+      shmem = kib * 1024;
     in.ignore(1 << 20, '\n');
   }
   m.memory_file_bytes = buffer_file_resident_bytes();

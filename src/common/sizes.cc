@@ -1,9 +1,10 @@
 #include "common/sizes.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 
 namespace warmfs {
 namespace {
@@ -35,12 +36,18 @@ std::optional<uint64_t> parse_size(std::string_view text) {
   std::string s;
   for (char c : suffix) s += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = 1;
-  if (s.empty() || s == "B") mult = 1;
-  else if (s == "K" || s == "KB" || s == "KI" || s == "KIB") mult = 1024.0;
-  else if (s == "M" || s == "MB" || s == "MI" || s == "MIB") mult = 1024.0 * 1024;
-  else if (s == "G" || s == "GB" || s == "GI" || s == "GIB") mult = 1024.0 * 1024 * 1024;
-  else if (s == "T" || s == "TB" || s == "TI" || s == "TIB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else return std::nullopt;
+  if (s.empty() || s == "B")
+    mult = 1;
+  else if (s == "K" || s == "KB" || s == "KI" || s == "KIB")
+    mult = 1024.0;
+  else if (s == "M" || s == "MB" || s == "MI" || s == "MIB")
+    mult = 1024.0 * 1024;
+  else if (s == "G" || s == "GB" || s == "GI" || s == "GIB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (s == "T" || s == "TB" || s == "TI" || s == "TIB")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return std::nullopt;
   double bytes = number * mult;
   if (bytes > 9.2e18) return std::nullopt;
   return static_cast<uint64_t>(bytes);

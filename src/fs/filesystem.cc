@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "common/buffer.h"
@@ -44,7 +43,8 @@ Attr Filesystem::attr_from(const NodeAttr& n) const {
   a.mtime_sec = n.mtime_sec;
   a.uid = options_.uid;
   a.gid = options_.gid;
-  a.mode = n.is_dir ? (S_IFDIR | (options_.dir_mode & 07777)) : (S_IFREG | (options_.file_mode & 07777));
+  a.mode =
+      n.is_dir ? (S_IFDIR | (options_.dir_mode & 07777)) : (S_IFREG | (options_.file_mode & 07777));
   a.nlink = n.is_dir ? 2 : 1;
   return a;
 }
@@ -231,7 +231,8 @@ std::string Filesystem::stats_json() const {
   // Bytes served to readers from memory (the tier counts whole chunks per lookup).
   j["memory_hit_bytes"] = rc.memory_served_bytes;
   j["memory_hit_ratio"] = ratio(mc.hits, mc.misses);
-  const BlockCacheCounters dc = disk_cache_ != nullptr ? disk_cache_->counters() : BlockCacheCounters{};
+  const BlockCacheCounters dc =
+      disk_cache_ != nullptr ? disk_cache_->counters() : BlockCacheCounters{};
   j["disk_cache"] = disk_cache_ != nullptr;
   j["disk_hit_bytes"] = dc.hit_bytes;
   j["disk_hit_ratio"] = ratio(dc.hits, dc.misses);
@@ -244,7 +245,8 @@ std::string Filesystem::stats_json() const {
   j["disk_dropped_writes"] = dc.dropped_writes;    // queue full or tier off after an error
   j["disk_rejected_writes"] = dc.rejected_writes;  // refused by admission (scan resistance)
   j["bucket_bytes_read"] = sc.bytes_read;
-  j["bucket_requests"] = {{"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
+  j["bucket_requests"] = {
+      {"get", sc.get_requests}, {"head", sc.head_requests}, {"list", sc.list_requests}};
   j["bucket_bytes_written"] = sc.bytes_written;
   j["bucket_requests"]["put"] = sc.put_requests;
   j["bucket_requests"]["copy"] = sc.copy_requests;
@@ -259,7 +261,8 @@ std::string Filesystem::stats_json() const {
   j["read_only"] = uploader_ == nullptr;
   j["bucket_retries"] = sc.retries;
   j["bucket_errors"] = sc.errors;
-  j["read_latency_us"] = {{"p50", read_latency_us_.percentile(50)}, {"p99", read_latency_us_.percentile(99)}};
+  j["read_latency_us"] = {{"p50", read_latency_us_.percentile(50)},
+                          {"p99", read_latency_us_.percentile(99)}};
   j["read_requests"] = read_requests_.load();
   j["read_errors"] = read_errors_.load();
   j["opens"] = opens_.load();
@@ -271,7 +274,8 @@ std::string Filesystem::stats_json() const {
                     {"warmed_files", warmed_files_.load()},
                     {"wasted_chunks", rc.prefetch_wasted_chunks},
                     {"inflight_bytes", rc.inflight_bytes}};
-  j["metadata"] = {{"nodes", meta.nodes}, {"listing_cache_hits", meta.listing_cache_hits},
+  j["metadata"] = {{"nodes", meta.nodes},
+                   {"listing_cache_hits", meta.listing_cache_hits},
                    {"skipped_keys", meta.skipped_keys}};
   const ProcessMemory pm = process_memory();
   j["process"] = {{"rss_bytes", pm.rss_bytes},

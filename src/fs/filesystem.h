@@ -31,8 +31,8 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 #include "cache/block_cache.h"
 #include "common/clock.h"
@@ -65,11 +65,11 @@ struct FsOptions {
 
 // Read calls as the core answered them, for metrics (the same counters stats_json() shows).
 struct FsReadCounters {
-  uint64_t reads = 0;     // read calls, counted as they start
-  uint64_t bytes = 0;     // bytes returned
+  uint64_t reads = 0;  // read calls, counted as they start
+  uint64_t bytes = 0;  // bytes returned
   uint64_t errors = 0;
   uint64_t opens = 0;
-  uint64_t wait_ns = 0;   // time readers spent inside finished read calls, summed
+  uint64_t wait_ns = 0;  // time readers spent inside finished read calls, summed
 };
 
 struct Attr {
@@ -77,7 +77,7 @@ struct Attr {
   bool is_dir = false;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
-  uint32_t mode = 0;   // including S_IFDIR / S_IFREG
+  uint32_t mode = 0;  // including S_IFDIR / S_IFREG
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t nlink = 1;
@@ -178,8 +178,8 @@ class Filesystem {
   Status unlink(uint64_t parent, std::string_view name);
   Status rmdir(uint64_t parent, std::string_view name);
   // flags: 0 or RENAME_NOREPLACE (RENAME_EXCHANGE is not supported: EINVAL).
-  Status rename(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
-                unsigned flags);
+  Status rename(uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, unsigned flags);
   // Uploads every dirty file (unmount); returns how many failed.
   size_t flush_all();
 
@@ -243,7 +243,7 @@ class Filesystem {
   static constexpr uint64_t kWarmFileMaxBytes = 1ull << 20;
   static constexpr size_t kWarmAhead = 128;
   void warm_following(uint64_t ino);
-  std::mutex scan_mu_;  // protects scans_
+  std::mutex scan_mu_;                           // protects scans_
   std::unordered_map<uint64_t, DirScan> scans_;  // by directory inode
   std::atomic<uint64_t> warmed_files_{0};
 

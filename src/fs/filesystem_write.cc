@@ -18,7 +18,9 @@ Status as_flush_error(const Status& st) {
 
 }  // namespace
 
-int64_t Filesystem::wall_sec() const { return std::chrono::system_clock::to_time_t(clock_.wall_now()); }
+int64_t Filesystem::wall_sec() const {
+  return std::chrono::system_clock::to_time_t(clock_.wall_now());
+}
 
 std::shared_ptr<StagedObject> Filesystem::hold_staged(uint64_t ino, const std::string& key) {
   std::lock_guard lock(writes_mu_);
@@ -42,7 +44,8 @@ void Filesystem::unhold_staged(uint64_t ino) {
       // Kept only while the staging disk has room to spare; else the space goes back now.
       const uint64_t room = 2 * it->second.object->size() + (256ull << 20);
       const bool keep = uploader_->staging_free_bytes() >= room;
-      it->second.keep_until = clock_.now() + (keep ? kKeepStagedAfterClose : std::chrono::seconds(0));
+      it->second.keep_until =
+          clock_.now() + (keep ? kKeepStagedAfterClose : std::chrono::seconds(0));
     }
   }
   sweep_staged();
@@ -55,7 +58,8 @@ void Filesystem::sweep_staged() {
   // Staged copies kept after their last close go once their time is up.
   for (auto e = writes_.begin(); e != writes_.end();) {
     const WriteEntry& w = e->second;
-    if (w.handles == 0 && now >= w.keep_until && !w.object->dirty() && !w.object->write_through_pending()) {
+    if (w.handles == 0 && now >= w.keep_until && !w.object->dirty() &&
+        !w.object->write_through_pending()) {
       dropped.push_back(e->second.object);
       e = writes_.erase(e);
     } else {
@@ -76,7 +80,8 @@ Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version
   if (obj.staged()) return Status::ok();
   if (version.size == 0) {
     // Nothing to copy: an empty staged copy is the same object, not a change.
-    return obj.stage_from(0, [](uint64_t, std::span<std::byte>) -> Result<size_t> { return size_t{0}; });
+    return obj.stage_from(
+        0, [](uint64_t, std::span<std::byte>) -> Result<size_t> { return size_t{0}; });
   }
   // Modifying an existing object: stage its bytes (through the caches), change them, and
   // upload the whole object at flush.
@@ -86,7 +91,8 @@ Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version
   });
 }
 
-void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj, const ObjectInfo& info) {
+void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj,
+                           const ObjectInfo& info) {
   if (info.etag.empty()) return;  // nothing was uploaded
   meta_.file_changed(ino, info.size, info.etag, info.mtime_sec);
   obj->write_through(info, [live = liveness_] {
@@ -135,8 +141,10 @@ Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, 
   return r;
 }
 
-Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset, std::span<const std::byte> data) {
-  if (!handle.writable() || !handle.staged()) return Status(Errc::kInvalidArgument, "not open for writing");
+Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset,
+                                 std::span<const std::byte> data) {
+  if (!handle.writable() || !handle.staged())
+    return Status(Errc::kInvalidArgument, "not open for writing");
   StagedObject& obj = *handle.staged();
   WARMFS_RETURN_IF_ERROR(ensure_staged(obj, handle.version()));
   return obj.write(offset, data);
@@ -165,8 +173,8 @@ void Filesystem::release(std::unique_ptr<FileHandle> handle) {
       Status st = obj->unattempted_changes() ? do_flush(ino, obj)
                                              : Status(Errc::kIo, "the upload at close() failed");
       if (!st.is_ok()) {
-        log::error("giving up on {:?}: its last handle closed and the upload failed: {}", obj->key(),
-                   st.to_string());
+        log::error("giving up on {:?}: its last handle closed and the upload failed: {}",
+                   obj->key(), st.to_string());
         obj->discard();
       }
     }
@@ -262,12 +270,14 @@ Status Filesystem::rename_dir(const std::string& from_key, const std::string& to
     req.continuation_token = page.next_token;
   }
   for (const std::string& k : keys) {
-    WARMFS_ASSIGN_OR_RETURN(ObjectInfo copied, store_.copy(k, to_key + k.substr(from_key.size()), ""));
+    WARMFS_ASSIGN_OR_RETURN(ObjectInfo copied,
+                            store_.copy(k, to_key + k.substr(from_key.size()), ""));
     (void)copied;
   }
   WARMFS_ASSIGN_OR_RETURN(std::vector<DeleteError> failed, store_.remove_many(keys));
   if (!failed.empty()) {
-    return Status(Errc::kIo, "renamed, but could not delete " + failed.front().key + ": " + failed.front().code);
+    return Status(Errc::kIo, "renamed, but could not delete " + failed.front().key + ": " +
+                                 failed.front().code);
   }
   // Staged files below now live under the new prefix.
   std::lock_guard lock(writes_mu_);
@@ -281,8 +291,10 @@ Status Filesystem::rename_dir(const std::string& from_key, const std::string& to
 Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_parent,
                           std::string_view new_name, unsigned flags) {
   WARMFS_RETURN_IF_ERROR(check_writable());
-  if ((flags & RENAME_EXCHANGE) != 0) return Status(Errc::kInvalidArgument, "RENAME_EXCHANGE is not supported");
-  if ((flags & ~unsigned{RENAME_NOREPLACE}) != 0) return Status(Errc::kInvalidArgument, "unsupported rename flags");
+  if ((flags & RENAME_EXCHANGE) != 0)
+    return Status(Errc::kInvalidArgument, "RENAME_EXCHANGE is not supported");
+  if ((flags & ~unsigned{RENAME_NOREPLACE}) != 0)
+    return Status(Errc::kInvalidArgument, "unsupported rename flags");
   WARMFS_ASSIGN_OR_RETURN(NodeAttr src, meta_.peek(parent, name));
   auto dst = meta_.peek(new_parent, new_name);
   if (!dst.is_ok() && dst.code() != Errc::kNotFound) return std::move(dst).take_status();
@@ -295,7 +307,8 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
   WARMFS_ASSIGN_OR_RETURN(std::string from, meta_.child_key(parent, name, src.is_dir));
   WARMFS_ASSIGN_OR_RETURN(std::string to, meta_.child_key(new_parent, new_name, src.is_dir));
   if (src.is_dir) {
-    if (to.rfind(from, 0) == 0) return Status(Errc::kInvalidArgument, "cannot move a directory into itself");
+    if (to.rfind(from, 0) == 0)
+      return Status(Errc::kInvalidArgument, "cannot move a directory into itself");
     if (dst.is_ok()) {
       // Replacing a directory: only an empty one (POSIX).
       ListRequest req{to, "/", "", 2};

@@ -1,18 +1,17 @@
 #define FUSE_USE_VERSION 314
 #include "fuse/fuse_adapter.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
-
 #include <cerrno>
-#include <ctime>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -127,7 +126,8 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 // Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
-void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi,
+                bool plus) {
   Session& s = session_of(req);
   const DirListing& listing = **reinterpret_cast<DirListingPtr*>(fi->fh);
   std::vector<char> buf(size);
@@ -253,8 +253,10 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
 
 void op_listxattr(fuse_req_t req, fuse_ino_t /*ino*/, size_t size) {
   // The stats attributes are not listed, so cp -a and rsync -X do not copy them.
-  if (size == 0) fuse_reply_xattr(req, 0);
-  else fuse_reply_buf(req, nullptr, 0);
+  if (size == 0)
+    fuse_reply_xattr(req, 0);
+  else
+    fuse_reply_buf(req, nullptr, 0);
 }
 
 void reply_entry(fuse_req_t req, const Result<Attr>& r) {
@@ -263,7 +265,8 @@ void reply_entry(fuse_req_t req, const Result<Attr>& r) {
   fuse_reply_entry(req, &e);
 }
 
-void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+               fuse_file_info* fi) {
   Session& s = session_of(req);
   if (!S_ISREG(mode)) {
     fuse_reply_err(req, EPERM);
@@ -296,7 +299,8 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
   fuse_reply_entry(req, &e);
 }
 
-void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
+              fuse_file_info* fi) {
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
   auto r = session_of(req).fs.write(*handle, static_cast<uint64_t>(off),
                                     std::span(reinterpret_cast<const std::byte*>(buf), size));
@@ -449,8 +453,9 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
-    on_ready(Status(Errc::kIo, "cannot mount on " + options.mountpoint +
-                                   " (is /dev/fuse there, and the mountpoint an empty directory?)"));
+    on_ready(
+        Status(Errc::kIo, "cannot mount on " + options.mountpoint +
+                              " (is /dev/fuse there, and the mountpoint an empty directory?)"));
     return 1;
   }
   raise_read_ahead(options);
@@ -460,7 +465,8 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
     if (::stat(options.mountpoint.c_str(), &st) == 0) {
       on_ready(Status::ok());
     } else {
-      on_ready(Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
+      on_ready(
+          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
     }
   });
 
@@ -484,7 +490,8 @@ Status unmount_path(const std::string& path) {
   const int err = errno;
   if (err == EINVAL) return Status(Errc::kInvalidArgument, path + " is not a mount point");
   if (err == EBUSY) return Status(Errc::kIo, path + " is busy (a process has files open there)");
-  if (err != EPERM) return Status(Errc::kIo, std::string("cannot unmount ") + path + ": " + std::strerror(err));
+  if (err != EPERM)
+    return Status(Errc::kIo, std::string("cannot unmount ") + path + ": " + std::strerror(err));
   // Not root: the setuid helper unmounts mounts the user made.
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -492,7 +499,8 @@ Status unmount_path(const std::string& path) {
     ::_exit(127);
   }
   int wstatus = 0;
-  if (pid < 0 || ::waitpid(pid, &wstatus, 0) < 0 || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+  if (pid < 0 || ::waitpid(pid, &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
+      WEXITSTATUS(wstatus) != 0) {
     return Status(Errc::kIo, "fusermount3 -u " + path + " failed");
   }
   return Status::ok();

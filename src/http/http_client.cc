@@ -290,7 +290,8 @@ Result<Response> Client::perform(const Request& request) {
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options_.connect_timeout.count()));
   const auto total = request.slow_answer ? options_.slow_answer_timeout : options_.request_timeout;
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(std::chrono::milliseconds(total).count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::chrono::milliseconds(total).count()));
   // A server at work on a slow answer sends nothing meanwhile (S3 sends spaces now and then,
   // others nothing at all): only the total bound applies then.
   curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, request.slow_answer ? 0L : options_.low_speed_bytes);

@@ -78,7 +78,8 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
   int pages = 0;
   do {
     if (max_pages > 0 && pages++ == max_pages) {
-      return Status(Errc::kNotSupported, "directory has more than " + std::to_string(max_pages) + " pages");
+      return Status(Errc::kNotSupported,
+                    "directory has more than " + std::to_string(max_pages) + " pages");
     }
     WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
     for (auto& obj : page.objects) {
@@ -96,7 +97,8 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
       if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
       if (!is_valid_name(rest)) {
         ++skipped;
-        log::info("skipping prefix {:?}: {:?} is not a valid directory name", cp, std::string(rest));
+        log::info("skipping prefix {:?}: {:?} is not a valid directory name", cp,
+                  std::string(rest));
         continue;
       }
       add(DirEntry{std::string(rest), true, 0, options_.dir_mtime_sec, ""});
@@ -118,8 +120,10 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
     DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, ""};
     auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
                                [](const DirEntry& a, const std::string& b) { return a.name < b; });
-    if (it != listing->entries.end() && it->name == e.name) *it = std::move(e);
-    else listing->entries.insert(it, std::move(e));
+    if (it != listing->entries.end() && it->name == e.name)
+      *it = std::move(e);
+    else
+      listing->entries.insert(it, std::move(e));
   }
   skipped_keys_ += skipped;
   // Keep the cache from growing without bound: drop stale listings now and then.
@@ -137,7 +141,8 @@ Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name)
   // whether the path is a directory. (A key that is both a file and a prefix shows as a
   // directory in listings; a lookup outside a cached listing finds the file.)
   auto head = store_.head(file_key(path));
-  if (head.is_ok()) return DirEntry{std::string(name), false, head->size, head->mtime_sec, head->etag};
+  if (head.is_ok())
+    return DirEntry{std::string(name), false, head->size, head->mtime_sec, head->etag};
   if (head.code() != Errc::kNotFound) return std::move(head).take_status();
   ListRequest req{dir_key(path), "/", "", 1};
   WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
@@ -266,12 +271,14 @@ Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_vie
   return child_path(pit->second.path, name);
 }
 
-void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name, const DirEntry* entry) {
+void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name,
+                                   const DirEntry* entry) {
   auto lit = listings_.find(dir_path);
   if (lit == listings_.end()) return;
   auto edited = std::make_shared<DirListing>(*lit->second.listing);
   auto& v = edited->entries;
-  auto it = std::lower_bound(v.begin(), v.end(), name, [](const DirEntry& a, std::string_view b) { return a.name < b; });
+  auto it = std::lower_bound(v.begin(), v.end(), name,
+                             [](const DirEntry& a, std::string_view b) { return a.name < b; });
   const bool found = it != v.end() && it->name == name;
   if (entry == nullptr) {
     if (found) v.erase(it);
@@ -298,7 +305,8 @@ Result<std::string> Metadata::child_key(uint64_t parent, std::string_view name, 
   return is_dir ? dir_key(path) : file_key(path);
 }
 
-Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec) {
+Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name,
+                                          int64_t mtime_sec) {
   std::lock_guard lock(mu_);
   WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
   auto it = ino_by_path_.find(path);
@@ -334,7 +342,8 @@ Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name) {
   return upsert_node(parent, path, e, clock_.now());
 }
 
-void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec) {
+void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag,
+                            int64_t mtime_sec) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return;
@@ -372,7 +381,8 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
   edit_listing_locked(std::string(dir_name(*path)), name, nullptr);
 }
 
-void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name) {
+void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
+                       std::string_view new_name) {
   std::lock_guard lock(mu_);
   auto from = child_path_locked(parent, name);
   auto to = child_path_locked(new_parent, new_name);
@@ -425,7 +435,8 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
   if (e == entries.end() || e->name != name) return false;
   *parent = it->second.parent;
   *index = static_cast<size_t>(e - entries.begin());
-  out->assign(e + 1, e + 1 + static_cast<ptrdiff_t>(std::min<size_t>(count, entries.end() - e - 1)));
+  out->assign(e + 1,
+              e + 1 + static_cast<ptrdiff_t>(std::min<size_t>(count, entries.end() - e - 1)));
   return true;
 }
 

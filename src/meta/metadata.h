@@ -128,7 +128,8 @@ class Metadata {
   void removed(uint64_t parent, std::string_view name);
   // The entry moved (rename): its node, and for a directory every node below, take the new
   // path; a node at the destination is replaced.
-  void renamed(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name);
+  void renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
+               std::string_view new_name);
   // For a file whose parent has a fresh cached listing: its index there, and up to `count`
   // entries after it. False when there is no fresh listing (or the file is not in it).
   bool following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
@@ -194,7 +195,8 @@ class Metadata {
   Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
   // Replaces (or adds, or with remove drops) name's entry in dir_path's cached listing, if
   // there is one; mu_ held.
-  void edit_listing_locked(const std::string& dir_path, std::string_view name, const DirEntry* entry);
+  void edit_listing_locked(const std::string& dir_path, std::string_view name,
+                           const DirEntry* entry);
   static std::string_view base_name(std::string_view path);
   static std::string_view dir_name(std::string_view path);
 

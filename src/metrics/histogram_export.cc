@@ -6,8 +6,8 @@
 namespace warmfs::metrics {
 namespace {
 
-constexpr int kFirstExp = 3;   // 8 µs
-constexpr int kLastExp = 26;   // 67 s
+constexpr int kFirstExp = 3;  // 8 µs
+constexpr int kLastExp = 26;  // 67 s
 constexpr size_t kBounds = kLastExp - kFirstExp + 1;
 
 const std::array<double, kBounds>& bounds() {

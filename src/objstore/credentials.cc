@@ -126,7 +126,8 @@ std::optional<ProfileSettings> load_profile(const std::string& profile, const En
   if (auto file = read_ini(config_path)) {
     if (const Section* s = config_section(*file, profile)) {
       out = *s;
-      places = fmt::format("{} [{}]", config_path, profile == "default" ? profile : "profile " + profile);
+      places = fmt::format("{} [{}]", config_path,
+                           profile == "default" ? profile : "profile " + profile);
     }
   }
   if (auto file = read_ini(credentials_path)) {

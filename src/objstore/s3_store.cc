@@ -36,7 +36,8 @@ bool parse_content_range(std::string_view value, uint64_t* first, uint64_t* last
 
 bool endpoint_needs_path_style(std::string_view host) {
   if (host.starts_with("[")) return true;  // an IPv6 literal, [::1] or [::1]:9000
-  if (const size_t colon = host.rfind(':'); colon != std::string_view::npos) host = host.substr(0, colon);
+  if (const size_t colon = host.rfind(':'); colon != std::string_view::npos)
+    host = host.substr(0, colon);
   if (host == "localhost") return true;
   // A dotted IPv4 address: four decimal numbers of at most three digits.
   int parts = 0;
@@ -228,7 +229,8 @@ class LatencyTimer {
 
 Result<http::Response> S3ObjectStore::execute(const Call& first_call, int* attempts_used) {
   LatencyTimer timer(request_latency_us_[static_cast<size_t>(bucket_op_of(first_call.op))], clock_);
-  const std::string target = first_call.key.empty() ? describe() : describe() + "/" + first_call.key;
+  const std::string target =
+      first_call.key.empty() ? describe() : describe() + "/" + first_call.key;
   Status failure;
   const int attempts = config_.retry.max_attempts;
   Call retry_call;  // the call as before_retry changed it
@@ -245,7 +247,8 @@ Result<http::Response> S3ObjectStore::execute(const Call& first_call, int* attem
     if (!request.is_ok()) {
       // Expired credentials: fail at once (retrying cannot help before a refresh).
       errors_.fetch_add(1, std::memory_order_relaxed);
-      return Status(request.code(), fmt::format("{} {}: {}", call.op, target, request.status().message()));
+      return Status(request.code(),
+                    fmt::format("{} {}: {}", call.op, target, request.status().message()));
     }
     Result<http::Response> r = client_.perform(*request);
     if (!r.is_ok()) {
@@ -330,7 +333,8 @@ Result<size_t> S3ObjectStore::get_range(std::string_view key, uint64_t offset,
 }
 
 Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t offset,
-                                                 std::span<std::byte> out, std::string_view if_match,
+                                                 std::span<std::byte> out,
+                                                 std::string_view if_match,
                                                  const std::function<void(size_t)>& progress,
                                                  const RangeBytesSeen& seen) {
   get_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -344,8 +348,8 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
   // cut short keeps what it brought, the next asks for the rest, and progress is reported
   // as bytes land. Without it every attempt starts over and progress comes at the end.
   const bool resume = !if_match.empty();
-  uint64_t kept = 0;     // bytes at the start of out brought by earlier attempts
-  uint64_t landed = 0;   // bytes this attempt has put in its sink so far
+  uint64_t kept = 0;    // bytes at the start of out brought by earlier attempts
+  uint64_t landed = 0;  // bytes this attempt has put in its sink so far
   uint64_t reported = 0;
   auto range_header = [&] {
     return fmt::format("bytes={}-{}", offset + kept, offset + length - 1);
@@ -391,7 +395,8 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
     const uint64_t from = offset + kept;
     uint64_t expected = length - kept;
     if (total >= 0)
-      expected = std::min<uint64_t>(expected, static_cast<uint64_t>(total) - std::min<uint64_t>(from, total));
+      expected = std::min<uint64_t>(expected,
+                                    static_cast<uint64_t>(total) - std::min<uint64_t>(from, total));
     if (r.body_size >= expected) return {};
     return fmt::format("truncated body ({} of {} bytes)", r.body_size, expected);
   };

@@ -2,11 +2,12 @@
 // (s3_store.cc); PutObject, multipart uploads, CopyObject and deletes (s3_store_write.cc).
 //
 // Each call builds one S3 request, signs it with SigV4 using the credentials its
-// CredentialProvider holds at that attempt (or sends it unsigned for anonymous access), sends it through http::Client and maps the answer to a Result. Transient failures
-// (transport errors, 5xx, 429 and bodies cut short) are retried with exponential backoff and
-// full jitter, re-signing each attempt; sleeping goes through the injected Clock, so tests
-// do not wait. Other failures are returned at once with a one-line message carrying the
-// HTTP status and the S3 error code, never a secret.
+// CredentialProvider holds at that attempt (or sends it unsigned for anonymous access), sends it
+// through http::Client and maps the answer to a Result. Transient failures (transport errors, 5xx,
+// 429 and bodies cut short) are retried with exponential backoff and full jitter, re-signing each
+// attempt; sleeping goes through the injected Clock, so tests do not wait. Other failures are
+// returned at once with a one-line message carrying the HTTP status and the S3 error code, never a
+// secret.
 //
 // Writes sign their body (x-amz-content-sha256 is its SHA-256) and send Content-MD5, so
 // neither a proxy nor a flipped bit can change what is stored; each retry replays the body

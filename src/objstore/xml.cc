@@ -164,8 +164,7 @@ Result<StsCredentialsXml> parse_sts_credentials(std::string_view body, std::stri
   pugi::xml_document doc;
   WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root,
                           load(doc, body, what, fmt::format("{}Response", action)));
-  pugi::xml_node creds =
-      root.child(fmt::format("{}Result", action).c_str()).child("Credentials");
+  pugi::xml_node creds = root.child(fmt::format("{}Result", action).c_str()).child("Credentials");
   if (!creds) return corrupt(what, fmt::format("no {}Result/Credentials element", action));
   StsCredentialsXml out;
   out.access_key_id = trim_copy(creds.child_value("AccessKeyId"));

@@ -64,7 +64,7 @@ void ChunkFetcher::release(uint64_t charged_bytes) {
 }
 
 ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
-                              std::vector<PendingFetch>* defer) {
+                               std::vector<PendingFetch>* defer) {
   const bool cacheable = !key.etag.empty();
   auto cached = [&]() -> ChunkPtr {
     if (!cacheable) return nullptr;
@@ -226,13 +226,13 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   // Chunks are made as their bytes land, so a reader waits for its chunk, not for the whole
   // request; all but the last, which is made once the request has ended (see
   // ObjectStore::get_range_progress: the last byte may be asked for again).
-  size_t next = from;       // first chunk not made yet
-  uint64_t next_at = 0;     // its offset in buf
+  size_t next = from;    // first chunk not made yet
+  uint64_t next_at = 0;  // its offset in buf
   // Each chunk's CRC32C, computed as its bytes arrive (while they are in the core's cache),
   // when the store shows them; else make_chunk_slice reads the buffer for it.
   std::vector<uint32_t> crc(to - from, 0);
-  uint64_t hashed = 0;     // bytes [0, hashed) of buf are in crc
-  bool streamed = true;    // no byte was missed
+  uint64_t hashed = 0;   // bytes [0, hashed) of buf are in crc
+  bool streamed = true;  // no byte was missed
   const RangeBytesSeen seen = [&](uint64_t at, std::span<const std::byte> bytes) {
     if (!streamed || at + bytes.size() <= hashed) return;  // already seen (a retry)
     if (at > hashed) {

@@ -160,7 +160,7 @@ class ChunkFetcher {
   std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
 
   std::atomic<bool> cancelled_{false};
-  std::atomic<uint32_t> streams_{0};  // readers with a window open
+  std::atomic<uint32_t> streams_{0};      // readers with a window open
   std::atomic<uint64_t> budget_used_{0};  // bytes charged by prefetches not yet read
   // Bytes fetched from the bucket and not yet taken by the slower tier's put (which may wait
   // for room in the SSD writer's queue). Beyond handoff_allowance_bytes they count against

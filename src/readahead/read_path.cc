@@ -34,7 +34,8 @@ void ReadPath::warm(const ObjectVersion& version, uint64_t max_bytes) {
   std::vector<PendingFetch> pending;
   for (uint64_t i = 0; i * chunk < end; ++i) {
     const uint64_t length = std::min(chunk, version.size - i * chunk);
-    f.acquire(ChunkKey{f.bucket(), version.key, version.etag, i}, length, ChunkFetcher::Mode::kDemand, &pending);
+    f.acquire(ChunkKey{f.bucket(), version.key, version.etag, i}, length,
+              ChunkFetcher::Mode::kDemand, &pending);
   }
   if (!pending.empty()) f.submit(std::move(pending));
 }

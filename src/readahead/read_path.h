@@ -73,14 +73,14 @@ struct ReadaheadOptions {
 };
 
 struct ReadPathCounters {
-  uint64_t cache_hit_bytes = 0;     // bytes of the chunks found in the block cache
+  uint64_t cache_hit_bytes = 0;  // bytes of the chunks found in the block cache
   // Bytes readers were served from chunks already in memory when they read them (found in
   // the memory tier, or read before by the same handle), as opposed to bytes they waited
   // for from a slower tier or the bucket. A 4 KiB read of a cached 1 MiB chunk counts 4 KiB.
   uint64_t memory_served_bytes = 0;
-  uint64_t fetched_bytes = 0;       // bytes fetched from the bucket
+  uint64_t fetched_bytes = 0;  // bytes fetched from the bucket
   uint64_t fetch_requests = 0;
-  uint64_t prefetched_chunks = 0;   // chunks requested by read-ahead
+  uint64_t prefetched_chunks = 0;       // chunks requested by read-ahead
   uint64_t prefetch_wasted_chunks = 0;  // fetched ahead but never read
   // Right now: read-ahead budget in use (fetched ahead and unread, or waiting for the SSD
   // tier to take it beyond handoff_allowance_bytes).

@@ -75,7 +75,8 @@ Result<size_t> WindowedReader::read_slices(uint64_t offset, uint64_t length,
     const uint64_t base = i * chunk_size_;
     const uint64_t from = std::max(offset, base) - base;
     const uint64_t to = std::min(end, base + chunk_length(i)) - base;
-    out.push_back(ChunkSlice{std::move(chunk).value(), static_cast<size_t>(from), static_cast<size_t>(to - from)});
+    out.push_back(ChunkSlice{std::move(chunk).value(), static_cast<size_t>(from),
+                             static_cast<size_t>(to - from)});
     total += to - from;
     if (in_memory) from_memory += to - from;
   }
@@ -114,9 +115,8 @@ void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
   // to the stream. Without one, only a read that continues the previous one does.
   const bool in_stream = was_open && first + kReorderSlackChunks >= prev_last_chunk_ &&
                          first <= std::max(ahead_end_, prev_last_chunk_ + 1);
-  const bool sequential =
-      has_prev_ && (in_stream || offset == prev_end_ || first == prev_last_chunk_ ||
-                    first == prev_last_chunk_ + 1);
+  const bool sequential = has_prev_ && (in_stream || offset == prev_end_ ||
+                                        first == prev_last_chunk_ || first == prev_last_chunk_ + 1);
   if (sequential && has_prev_ && end < prev_end_) {
     // A straggler behind the head: the stream's position stays where it is.
   } else {

@@ -8,12 +8,12 @@
 // Sequential detection: a read is sequential when it starts where the previous read ended,
 // or in the previous read's last chunk or the one after, or, while a window is open, anywhere
 // from a few chunks behind the stream's head to the end of the window (FUSE delivers the
-// kernel's concurrent read-ahead requests out of order). The first sequential read opens a window of
-// initial_window_chunks ahead of the read; each sequential read that has to wait for a chunk
-// (a miss, or a prefetch still in flight) doubles it, up to max_window_chunks. A read that is
-// not sequential closes the window and drops the slots outside its own range, so a random
-// reader fetches exactly the chunks it touches. Prefetches go through the global budget and
-// stop when it is spent; a prefetch that failed is retried once by the read that needs it.
+// kernel's concurrent read-ahead requests out of order). The first sequential read opens a window
+// of initial_window_chunks ahead of the read; each sequential read that has to wait for a chunk (a
+// miss, or a prefetch still in flight) doubles it, up to max_window_chunks. A read that is not
+// sequential closes the window and drops the slots outside its own range, so a random reader
+// fetches exactly the chunks it touches. Prefetches go through the global budget and stop when it
+// is spent; a prefetch that failed is retried once by the read that needs it.
 //
 // Thread safe: mu_ guards the slots and the window. A read holds it to plan (look up slots,
 // start fetches, which never block) and to clean up, but not while waiting for a fetch or
@@ -38,7 +38,8 @@ class WindowedReader final : public Reader {
   ~WindowedReader() override;
 
   Result<size_t> read(uint64_t offset, std::span<std::byte> out) override;
-  Result<size_t> read_slices(uint64_t offset, uint64_t length, std::vector<ChunkSlice>& out) override;
+  Result<size_t> read_slices(uint64_t offset, uint64_t length,
+                             std::vector<ChunkSlice>& out) override;
 
   // Current window in chunks (0: not sequential), for tests.
   uint32_t window_chunks() const;
@@ -82,7 +83,7 @@ class WindowedReader final : public Reader {
   ChunkKey key_;           // this version's key; index rewritten on each use
   std::map<uint64_t, Slot> slots_;
   uint32_t window_ = 0;
-  bool counted_ = false;  // counted among the fetcher's open streams (window_ > 0)
+  bool counted_ = false;    // counted among the fetcher's open streams (window_ > 0)
   uint64_t ahead_end_ = 0;  // one past the last chunk read-ahead has covered
   bool has_prev_ = false;
   uint64_t prev_end_ = 0;

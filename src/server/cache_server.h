@@ -24,11 +24,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>

@@ -12,8 +12,8 @@ namespace warmfs {
 
 // ---- Uploader ------------------------------------------------------------------------------
 
-Uploader::Uploader(ObjectStore& store, StagingArea& staging, BlockCache* write_through, Clock& clock,
-                   UploaderOptions options)
+Uploader::Uploader(ObjectStore& store, StagingArea& staging, BlockCache* write_through,
+                   Clock& clock, UploaderOptions options)
     : store_(store),
       staging_(staging),
       write_through_(write_through),
@@ -43,7 +43,8 @@ UploadCounters Uploader::counters() const {
 
 // ---- StagedObject --------------------------------------------------------------------------
 
-StagedObject::StagedObject(Uploader& uploader, std::string key) : up_(uploader), key_(std::move(key)) {
+StagedObject::StagedObject(Uploader& uploader, std::string key)
+    : up_(uploader), key_(std::move(key)) {
   mtime_sec_ = now_sec();
 }
 
@@ -101,7 +102,8 @@ Status StagedObject::stage_from(uint64_t size, const Source& source) {
     while (done < got) {
       ssize_t w = ::pwrite(fd.get(), buf.data() + done, got - done, static_cast<off_t>(off + done));
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return io::errno_status(errno, "cannot stage " + key() + " in " + up_.staging_.dir());
+      if (w < 0)
+        return io::errno_status(errno, "cannot stage " + key() + " in " + up_.staging_.dir());
       done += static_cast<size_t>(w);
     }
     off += got;
@@ -150,7 +152,8 @@ Result<size_t> StagedObject::write(uint64_t offset, std::span<const std::byte> d
   size_t done = 0;
   Status failure;
   while (done < data.size()) {
-    ssize_t w = ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    ssize_t w =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (w < 0 && errno == EINTR) continue;
     if (w < 0) {
       failure = io::errno_status(errno, "cannot write the staged copy of " + key());
@@ -186,7 +189,8 @@ Status StagedObject::truncate(uint64_t size) {
     fd = fd_.get();
   }
   while (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    if (errno != EINTR) return io::errno_status(errno, "cannot truncate the staged copy of " + key());
+    if (errno != EINTR)
+      return io::errno_status(errno, "cannot truncate the staged copy of " + key());
   }
   std::lock_guard lock(mu_);
   bump_locked(lo, std::max(hi, lo + 1));
@@ -201,7 +205,8 @@ Status StagedObject::truncate(uint64_t size) {
 Status StagedObject::read_full(uint64_t offset, std::span<std::byte> out) const {
   size_t done = 0;
   while (done < out.size()) {
-    ssize_t r = ::pread(fd_.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    ssize_t r =
+        ::pread(fd_.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return io::errno_status(errno, "cannot read the staged copy of " + key_);
     if (r == 0) {
@@ -294,7 +299,8 @@ void StagedObject::upload_part(int n) {
   up_.in_flight_.fetch_add(1);
   std::vector<std::byte> buf(len);
   Status st = read_full(off, buf);
-  Result<CompletedPart> part = st.is_ok() ? up_.store_.upload_part(key, upload_id, n, buf) : Result<CompletedPart>(st);
+  Result<CompletedPart> part =
+      st.is_ok() ? up_.store_.upload_part(key, upload_id, n, buf) : Result<CompletedPart>(st);
   up_.in_flight_.fetch_sub(1);
 
   lock.lock();
@@ -324,8 +330,10 @@ void StagedObject::abort_upload(std::unique_lock<std::mutex>& lock) {
   if (st.is_ok()) {
     up_.staging_.upload_ended(id);
   } else {
-    log::warn("cannot abort the multipart upload of {:?}: {} (the next mount on this staging dir retries)",
-              key, st.to_string());
+    log::warn(
+        "cannot abort the multipart upload of {:?}: {} (the next mount on this staging dir "
+        "retries)",
+        key, st.to_string());
   }
   lock.lock();
 }
@@ -345,12 +353,14 @@ Result<ObjectInfo> StagedObject::flush() {
   std::unique_lock lock(mu_);
   if (discarded_ || gen_ == committed_gen_) return ObjectInfo{key_, size_, "", mtime_sec_};
   attempted_gen_ = gen_;
-  Result<ObjectInfo> r = size_ <= up_.options_.single_put_max ? flush_single(lock) : flush_multipart(lock);
+  Result<ObjectInfo> r =
+      size_ <= up_.options_.single_put_max ? flush_single(lock) : flush_multipart(lock);
   if (r.is_ok()) {
     up_.completed_.fetch_add(1);
   } else {
     up_.failures_.fetch_add(1);
-    log::error("upload of {:?} failed, the data is not in the bucket: {}", key_, r.status().to_string());
+    log::error("upload of {:?} failed, the data is not in the bucket: {}", key_,
+               r.status().to_string());
   }
   return r;
 }
@@ -408,7 +418,8 @@ Result<ObjectInfo> StagedObject::flush_multipart(std::unique_lock<std::mutex>& l
   const int parts = up_.options_.plan.parts_for(size_);
   std::vector<CompletedPart> done;
   done.reserve(static_cast<size_t>(parts));
-  for (int n = 1; n <= parts; ++n) done.push_back(CompletedPart{n, parts_[n - 1].etag, parts_[n - 1].size});
+  for (int n = 1; n <= parts; ++n)
+    done.push_back(CompletedPart{n, parts_[n - 1].etag, parts_[n - 1].size});
   const uint64_t gen = gen_;
   const std::string key = key_, id = upload_id_;
   completing_ = true;
@@ -513,7 +524,8 @@ void StagedObject::fill(const ObjectInfo& version, uint64_t seq, uint64_t gen) {
     std::vector<std::byte> bytes(std::min(chunk, version.size - off));
     if (!read_full(off, bytes).is_ok()) break;
     const size_t n = bytes.size();
-    cache.put(ChunkKey{up_.options_.bucket, version.key, version.etag, i}, make_chunk(std::move(bytes)));
+    cache.put(ChunkKey{up_.options_.bucket, version.key, version.etag, i},
+              make_chunk(std::move(bytes)));
     up_.write_through_bytes_.fetch_add(n);
     // Let a tier with a write queue catch up, so the chunks are stored, not dropped.
     if (i % 32 == 31) cache.drain();

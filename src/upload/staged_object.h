@@ -68,7 +68,7 @@ struct UploadCounters {
   uint64_t upload_failures = 0;    // flushes that failed: fsync or close reported an error
   uint64_t completed_uploads = 0;  // objects made durable
   uint64_t write_through_bytes = 0;
-  uint64_t staged_objects = 0;     // objects with a staged copy right now
+  uint64_t staged_objects = 0;  // objects with a staged copy right now
 };
 
 class StagedObject;
@@ -96,7 +96,8 @@ class Uploader {
   BlockCache* const write_through_;
   Clock& clock_;
   const UploaderOptions options_;
-  std::atomic<uint64_t> in_flight_{0}, failures_{0}, completed_{0}, write_through_bytes_{0}, staged_{0};
+  std::atomic<uint64_t> in_flight_{0}, failures_{0}, completed_{0}, write_through_bytes_{0},
+      staged_{0};
   ThreadPool parts_;  // part uploads
   ThreadPool fill_;   // write-through into the cache
 };
@@ -158,7 +159,9 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
     uint64_t size = 0;
   };
 
-  bool part_dirty(int n) const { return parts_[n - 1].epoch != epoch_ || parts_[n - 1].clean_gen != parts_[n - 1].gen; }
+  bool part_dirty(int n) const {
+    return parts_[n - 1].epoch != epoch_ || parts_[n - 1].clean_gen != parts_[n - 1].gen;
+  }
   // Bumps the generation of every part overlapping [begin, end); mu_ held.
   void bump_locked(uint64_t begin, uint64_t end);
   void ensure_parts_locked(int n);
@@ -178,7 +181,7 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
   Uploader& up_;
   std::mutex flush_mu_;  // one flush at a time
 
-  mutable std::mutex mu_;  // protects everything below
+  mutable std::mutex mu_;       // protects everything below
   std::condition_variable cv_;  // part uploads ending, upload creation ending
   std::string key_;
   io::UniqueFd fd_;
@@ -191,13 +194,13 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
   uint64_t attempted_gen_ = 0;  // the change the last flush() tried to upload
   uint64_t high_water_ = 0;     // end of the furthest write
   std::vector<Part> parts_;
-  int background_next_ = 1;     // first part the background has not looked at
+  int background_next_ = 1;  // first part the background has not looked at
   std::string upload_id_;
-  uint64_t epoch_ = 1;          // bumped when an upload completes or is aborted
-  bool creating_ = false;       // a CreateMultipartUpload is on its way
-  bool completing_ = false;     // CompleteMultipartUpload is on its way: no new parts
-  uint64_t inflight_ = 0;       // part uploads running
-  uint64_t errors_ = 0;         // part uploads that failed, ever
+  uint64_t epoch_ = 1;       // bumped when an upload completes or is aborted
+  bool creating_ = false;    // a CreateMultipartUpload is on its way
+  bool completing_ = false;  // CompleteMultipartUpload is on its way: no new parts
+  uint64_t inflight_ = 0;    // part uploads running
+  uint64_t errors_ = 0;      // part uploads that failed, ever
   Status last_error_;
   uint64_t fill_seq_ = 0;
   bool fill_pending_ = false;

@@ -67,11 +67,15 @@ Result<std::unique_ptr<StagingArea>> StagingArea::open(std::string dir, ObjectSt
   // Unique per StagingArea (pid and a time stamp), so a second one in the same process never
   // takes over the first one's journal.
   const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-  const std::string path = dir + "/journal-" + std::to_string(::getpid()) + "-" + std::to_string(stamp) + ".log";
-  io::UniqueFd journal(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
+  const std::string path =
+      dir + "/journal-" + std::to_string(::getpid()) + "-" + std::to_string(stamp) + ".log";
+  io::UniqueFd journal(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600));
   if (!journal.valid()) return io::errno_status(errno, "cannot create " + path);
-  if (::flock(journal.get(), LOCK_EX | LOCK_NB) != 0) return io::errno_status(errno, "cannot lock " + path);
-  return std::unique_ptr<StagingArea>(new StagingArea(std::move(dir), std::move(journal), path, recovered));
+  if (::flock(journal.get(), LOCK_EX | LOCK_NB) != 0)
+    return io::errno_status(errno, "cannot lock " + path);
+  return std::unique_ptr<StagingArea>(
+      new StagingArea(std::move(dir), std::move(journal), path, recovered));
 }
 
 StagingArea::~StagingArea() {
@@ -124,6 +128,8 @@ void StagingArea::upload_started(std::string_view key, std::string_view upload_i
   append("B " + std::string(upload_id) + " " + to_hex(key) + "\n");
 }
 
-void StagingArea::upload_ended(std::string_view upload_id) { append("E " + std::string(upload_id) + "\n"); }
+void StagingArea::upload_ended(std::string_view upload_id) {
+  append("E " + std::string(upload_id) + "\n");
+}
 
 }  // namespace warmfs

@@ -6,8 +6,8 @@
 // later mount could mistake for data. Their bytes count against the staging filesystem, so
 // files larger than RAM work; a full disk makes write() fail with ENOSPC.
 //
-// The journal is a file journal-<pid>-<stamp>.log, flock()ed while the mount runs, with one line per
-// multipart upload started ("B <upload id> <hex key>") and ended ("E <upload id>"). A mount
+// The journal is a file journal-<pid>-<stamp>.log, flock()ed while the mount runs, with one line
+// per multipart upload started ("B <upload id> <hex key>") and ended ("E <upload id>"). A mount
 // that dies with uploads open leaves them listed; the next StagingArea opened on the same
 // directory finds the journal unlocked, aborts those uploads (so no orphaned parts keep
 // costing storage) and removes it.
@@ -49,7 +49,9 @@ class StagingArea {
 
  private:
   StagingArea(std::string dir, io::UniqueFd journal, std::string journal_path, uint64_t recovered)
-      : dir_(std::move(dir)), journal_(std::move(journal)), journal_path_(std::move(journal_path)),
+      : dir_(std::move(dir)),
+        journal_(std::move(journal)),
+        journal_path_(std::move(journal_path)),
         recovered_(recovered) {}
   void append(const std::string& line);
 

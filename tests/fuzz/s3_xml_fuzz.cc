@@ -48,8 +48,8 @@ void check_request_bodies(std::string_view body) {
   if (all_safe && parts.size() <= 16) {
     const std::string complete = s3::complete_multipart_body(parts);
     pugi::xml_document c;
-    auto complete_root = s3::xml_detail::load(c, complete, "CompleteMultipartUpload",
-                                              "CompleteMultipartUpload");
+    auto complete_root =
+        s3::xml_detail::load(c, complete, "CompleteMultipartUpload", "CompleteMultipartUpload");
     FUZZ_CHECK(complete_root.is_ok());
     size_t j = 0;
     for (pugi::xml_node p : complete_root->children("Part")) {

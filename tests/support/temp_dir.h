@@ -27,7 +27,9 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
-  std::filesystem::path operator/(std::string_view rel) const { return std::filesystem::path(path) / rel; }
+  std::filesystem::path operator/(std::string_view rel) const {
+    return std::filesystem::path(path) / rel;
+  }
   // The SSD tier's directory inside it, made by the tier when it opens.
   std::string cache() const { return path + "/cache"; }
 

@@ -32,7 +32,7 @@
 
 namespace {
 
-constexpr fuse_ino_t kFirstFileIno = 2;  // f0; fI is kFirstFileIno + I
+constexpr fuse_ino_t kFirstFileIno = 2;       // f0; fI is kFirstFileIno + I
 constexpr unsigned kRequestBytes = 1u << 20;  // max_read / max_write, as warmfs
 
 struct Options {
@@ -50,7 +50,9 @@ struct Options {
 struct Ceiling {
   Options options;
   std::vector<char> bytes;
-  bool is_file(fuse_ino_t ino) const { return ino >= kFirstFileIno && ino < kFirstFileIno + options.files; }
+  bool is_file(fuse_ino_t ino) const {
+    return ino >= kFirstFileIno && ino < kFirstFileIno + options.files;
+  }
 };
 
 Ceiling& ceiling_of(fuse_req_t req) { return *static_cast<Ceiling*>(fuse_req_userdata(req)); }
@@ -101,7 +103,8 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  if (ino != FUSE_ROOT_ID && !ceiling_of(req).is_file(ino)) return (void)fuse_reply_err(req, ENOENT);
+  if (ino != FUSE_ROOT_ID && !ceiling_of(req).is_file(ino))
+    return (void)fuse_reply_err(req, ENOENT);
   struct stat st = attr_of(ceiling_of(req), ino);
   fuse_reply_attr(req, &st, 60);
 }
@@ -164,14 +167,16 @@ void raise_read_ahead(const Options& o) {
   std::ofstream out("/sys/class/bdi/" + dev + "/read_ahead_kb");
   out << o.read_ahead_kb;
   out.flush();
-  if (!out) std::fprintf(stderr, "fuse-ceiling: could not raise read_ahead_kb for %s\n", dev.c_str());
+  if (!out)
+    std::fprintf(stderr, "fuse-ceiling: could not raise read_ahead_kb for %s\n", dev.c_str());
 }
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "fuse-ceiling: %s\nusage: fuse-ceiling MOUNTPOINT [--size MiB] [--from FILE] [--files N]"
-               " [--threads N] [--read-ahead-kb KB] [--no-keep-cache] [--ready-file PATH]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "fuse-ceiling: %s\nusage: fuse-ceiling MOUNTPOINT [--size MiB] [--from FILE] [--files N]"
+      " [--threads N] [--read-ahead-kb KB] [--no-keep-cache] [--ready-file PATH]\n",
+      why);
   std::exit(2);
 }
 
@@ -183,16 +188,26 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage(("missing value for " + a).c_str());
       return argv[++i];
     };
-    if (a == "--size") o.size = std::stoull(value()) << 20;
-    else if (a == "--from") o.from = value();
-    else if (a == "--files") o.files = static_cast<unsigned>(std::stoul(value()));
-    else if (a == "--threads") o.threads = static_cast<unsigned>(std::stoul(value()));
-    else if (a == "--read-ahead-kb") o.read_ahead_kb = static_cast<unsigned>(std::stoul(value()));
-    else if (a == "--no-keep-cache") o.keep_cache = false;
-    else if (a == "--ready-file") o.ready_file = value();
-    else if (!a.empty() && a[0] == '-') usage(("unknown option " + a).c_str());
-    else if (o.mountpoint.empty()) o.mountpoint = a;
-    else usage("one mountpoint only");
+    if (a == "--size")
+      o.size = std::stoull(value()) << 20;
+    else if (a == "--from")
+      o.from = value();
+    else if (a == "--files")
+      o.files = static_cast<unsigned>(std::stoul(value()));
+    else if (a == "--threads")
+      o.threads = static_cast<unsigned>(std::stoul(value()));
+    else if (a == "--read-ahead-kb")
+      o.read_ahead_kb = static_cast<unsigned>(std::stoul(value()));
+    else if (a == "--no-keep-cache")
+      o.keep_cache = false;
+    else if (a == "--ready-file")
+      o.ready_file = value();
+    else if (!a.empty() && a[0] == '-')
+      usage(("unknown option " + a).c_str());
+    else if (o.mountpoint.empty())
+      o.mountpoint = a;
+    else
+      usage("one mountpoint only");
   }
   if (o.mountpoint.empty()) usage("no mountpoint");
   char* real = realpath(o.mountpoint.c_str(), nullptr);
@@ -227,8 +242,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fuse-ceiling: cannot read %s\n", c.options.from.c_str());
     return 1;
   }
-  const std::string mount_opts = "fsname=fuse-ceiling,subtype=ceiling,ro,default_permissions,max_read=" +
-                                 std::to_string(kRequestBytes);
+  const std::string mount_opts =
+      "fsname=fuse-ceiling,subtype=ceiling,ro,default_permissions,max_read=" +
+      std::to_string(kRequestBytes);
   std::vector<std::string> argv_s = {"fuse-ceiling", "-o", mount_opts};
   std::vector<char*> args_v;
   for (auto& a : argv_s) args_v.push_back(a.data());
@@ -244,7 +260,8 @@ int main(int argc, char** argv) {
   ops.statfs = op_statfs;
   fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &c);
   if (se == nullptr) return 1;
-  if (fuse_set_signal_handlers(se) != 0 || fuse_session_mount(se, c.options.mountpoint.c_str()) != 0) {
+  if (fuse_set_signal_handlers(se) != 0 ||
+      fuse_session_mount(se, c.options.mountpoint.c_str()) != 0) {
     fuse_session_destroy(se);
     std::fprintf(stderr, "fuse-ceiling: cannot mount on %s\n", c.options.mountpoint.c_str());
     return 1;

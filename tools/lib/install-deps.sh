@@ -19,6 +19,7 @@ APT_PACKAGES=(
   # tools/fuzz: clang's libFuzzer and its sanitizer runtimes (the fuzz targets build with
   # clang only; the rest of warmfs keeps g++).
   clang-16 libfuzzer-16-dev libclang-rt-16-dev
+  clang-format-16  # tools/format: the C++ tree is kept in .clang-format; tools/test checks it
   # Deployment checks: the Debian package (build, lint, man pages), the Prometheus endpoint
   # (promtool), the Kubernetes manifests (yamllint).
   debhelper dpkg-dev fakeroot lintian help2man prometheus yamllint python3-yaml

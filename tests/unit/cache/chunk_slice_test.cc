@@ -29,8 +29,7 @@ size_t resident_pages(const std::byte* p, size_t n) {
 
 }  // namespace
 
-TEST_CASE("a chunk slice let go gives its pages back while its siblings stay intact",
-          "[buffer]") {
+TEST_CASE("a chunk slice let go gives its pages back while its siblings stay intact", "[buffer]") {
   std::shared_ptr<std::byte[]> buf = allocate_buffer(4 * kSlice);
   for (size_t i = 0; i < 4 * kSlice; ++i) buf[i] = std::byte(i * 7 + i / kSlice);
   std::vector<std::byte> expect(buf.get(), buf.get() + 4 * kSlice);
@@ -62,7 +61,8 @@ TEST_CASE("a chunk slice let go gives its pages back while its siblings stay int
 TEST_CASE("chunks of a fill buffer carry the CRC of their bytes and give their pages back",
           "[chunk_slice]") {
   std::vector<std::byte> src(4 * kSlice);
-  for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte(static_cast<uint8_t>(i * 13 + (i >> 9)));
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = std::byte(static_cast<uint8_t>(i * 13 + (i >> 9)));
   auto buf = allocate_fill_buffer(src.size());
   fill_buffer(buf.get(), src.data(), src.size());
   std::vector<ChunkPtr> chunks;

@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 #include <random>
 
 #include "support/fake_clock.h"

@@ -1,13 +1,13 @@
 // The SSD tier's O_DIRECT I/O: records padded to 4 KiB, written and (when large) read around
-// the page cache, read back intact, recovered after a restart (also over records written without padding),
-// a download's whole chunks written straight from the memory file, and a file system that
+// the page cache, read back intact, recovered after a restart (also over records written without
+// padding), a download's whole chunks written straight from the memory file, and a file system that
 // refuses O_DIRECT gets buffered writes instead of errors.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -98,8 +98,7 @@ TEST_CASE("direct writes: records padded to 4 KiB, around the page cache, read b
   CHECK(cache->counters().corrupt_chunks == 0);
 }
 
-TEST_CASE("direct writes resume aligned after a restart over records written unpadded",
-          "[ssd]") {
+TEST_CASE("direct writes resume aligned after a restart over records written unpadded", "[ssd]") {
   TempDir tmp;
   FakeClock clock;
   SsdCacheOptions buffered = direct_options(tmp);
@@ -127,7 +126,8 @@ TEST_CASE("direct writes resume aligned after a restart over records written unp
   }
   // The new records follow the old ones from the next aligned offset.
   uint64_t expect = (unpadded + kAlign - 1) / kAlign * kAlign;
-  for (size_t i = 3; i < kSizes.size(); ++i) expect += (kSizes[i] + 32 + kAlign - 1) / kAlign * kAlign;
+  for (size_t i = 3; i < kSizes.size(); ++i)
+    expect += (kSizes[i] + 32 + kAlign - 1) / kAlign * kAlign;
   CHECK(region_file_bytes(tmp.cache()) == expect);
   auto cache = open_ok(direct_options(tmp), clock);
   for (size_t i = 0; i < kSizes.size(); ++i) {

@@ -17,7 +17,6 @@
 
 namespace warmfs::testing {
 
-
 // Delegates to pread/pwrite unless told to fail reads or writes with an errno.
 class FaultyIo final : public io::FileIo {
  public:

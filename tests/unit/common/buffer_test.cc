@@ -1,5 +1,4 @@
 #include "common/buffer.h"
-#include "common/process_stats.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "common/process_stats.h"
 
 namespace warmfs {
 
@@ -31,9 +32,11 @@ TEST_CASE("buffers of a size class let go are reused, not mapped again", "[buffe
   CHECK(after.pooled_bytes == before.pooled_bytes - n);
 }
 
-TEST_CASE("the buffer pool keeps at most its bound and small buffers come from the heap", "[buffer]") {
+TEST_CASE("the buffer pool keeps at most its bound and small buffers come from the heap",
+          "[buffer]") {
   std::vector<std::shared_ptr<std::byte[]>> many;
-  for (size_t i = 0; i < 2 * kPoolMaxBytes / (4u << 20); ++i) many.push_back(allocate_buffer(4u << 20));
+  for (size_t i = 0; i < 2 * kPoolMaxBytes / (4u << 20); ++i)
+    many.push_back(allocate_buffer(4u << 20));
   many.clear();
   CHECK(buffer_pool_stats().pooled_bytes <= kPoolMaxBytes);
   const BufferPoolStats before = buffer_pool_stats();
@@ -49,7 +52,8 @@ TEST_CASE("a pool full of one size makes room for the size in use now", "[buffer
   // reads) through it: after the first few, each is reused, none mapped afresh.
   {
     std::vector<std::shared_ptr<std::byte[]>> big;
-    for (size_t i = 0; i < kPoolMaxBytes / (8u << 20); ++i) big.push_back(allocate_buffer(8u << 20));
+    for (size_t i = 0; i < kPoolMaxBytes / (8u << 20); ++i)
+      big.push_back(allocate_buffer(8u << 20));
   }
   CHECK(buffer_pool_stats().pooled_bytes == kPoolMaxBytes);
   const size_t n = (1u << 20) + 4096;
@@ -71,7 +75,8 @@ TEST_CASE("a pool full of one size makes room for the size in use now", "[buffer
 
 namespace warmfs {
 
-TEST_CASE("a fill buffer holds what fill_buffer put in, read in place or from its file", "[buffer]") {
+TEST_CASE("a fill buffer holds what fill_buffer put in, read in place or from its file",
+          "[buffer]") {
   const size_t n = (3u << 20) + 12345;
   std::vector<std::byte> src(n);
   for (size_t i = 0; i < n; ++i) src[i] = std::byte(static_cast<uint8_t>(i * 7 + (i >> 12)));
@@ -89,7 +94,8 @@ TEST_CASE("a fill buffer holds what fill_buffer put in, read in place or from it
   auto where = buffer_file(buf.get() + 5000);
   REQUIRE(where.has_value());
   std::vector<std::byte> direct(100);
-  REQUIRE(::pread(where->fd, direct.data(), direct.size(), static_cast<off_t>(where->offset)) == 100);
+  REQUIRE(::pread(where->fd, direct.data(), direct.size(), static_cast<off_t>(where->offset)) ==
+          100);
   CHECK(std::memcmp(direct.data(), src.data() + 5000, 100) == 0);
   CHECK(buffer_pool_stats().file_bytes >= n);
   CHECK(buffer_file_resident_bytes() >= n);
@@ -134,7 +140,8 @@ TEST_CASE("pages released from a fill buffer leave its memory file", "[buffer]")
   CHECK(buf[5u << 20] == std::byte{0x5a});
 }
 
-TEST_CASE("fill buffers let go are reused, and their ranges are merged for larger ones", "[buffer]") {
+TEST_CASE("fill buffers let go are reused, and their ranges are merged for larger ones",
+          "[buffer]") {
   const uint64_t base = buffer_pool_stats().file_bytes;
   std::byte* first = nullptr;
   {

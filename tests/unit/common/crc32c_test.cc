@@ -36,8 +36,26 @@ TEST_CASE("crc32c hardware and table paths agree at every length and alignment",
   std::string buf(3 * 8192 * 2 + 3 * 256 + 64, '\0');
   for (char& c : buf) c = char(rng());
   for (size_t start = 0; start < 9; ++start) {
-    for (size_t len : {0, 1, 7, 8, 9, 15, 16, 63, 64, 65, 767, 768, 769, 1000, 4096, 24575, 24576,
-                       24577, 3 * 8192 + 3 * 256 + 17, 2 * 3 * 8192 + 5}) {
+    for (size_t len : {0,
+                       1,
+                       7,
+                       8,
+                       9,
+                       15,
+                       16,
+                       63,
+                       64,
+                       65,
+                       767,
+                       768,
+                       769,
+                       1000,
+                       4096,
+                       24575,
+                       24576,
+                       24577,
+                       3 * 8192 + 3 * 256 + 17,
+                       2 * 3 * 8192 + 5}) {
       auto s = as_span(buf).subspan(start, len);
       INFO("start " << start << " len " << len);
       CHECK(crc32c(s) == crc32c_portable(s));

@@ -1,7 +1,6 @@
 #include "common/hex.h"
 
 #include <catch2/catch.hpp>
-
 #include <string>
 
 namespace warmfs {

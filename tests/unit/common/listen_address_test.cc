@@ -48,7 +48,8 @@ TEST_CASE("listen addresses that are refused, with the flag named", "[common][li
   }
 }
 
-TEST_CASE("port 0 is any free port for --listen, refused for --metrics-listen", "[common][listen]") {
+TEST_CASE("port 0 is any free port for --listen, refused for --metrics-listen",
+          "[common][listen]") {
   auto any = parse_listen_address("127.0.0.1:0");
   REQUIRE(any.is_ok());
   CHECK(any->port == 0);

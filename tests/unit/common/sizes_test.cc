@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-using warmfs::parse_size;
 using warmfs::parse_duration_seconds;
+using warmfs::parse_size;
 
 TEST_CASE("parse_size reads binary units", "[common]") {
   CHECK(parse_size("0") == 0u);

@@ -1,18 +1,18 @@
-#include <catch2/catch.hpp>
-#include <fmt/format.h>
-#include <thread>
+#include "fs/filesystem.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <nlohmann/json.hpp>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "cache/memory_cache.h"
-#include "fs/filesystem.h"
 #include "support/fake_clock.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
@@ -61,7 +61,8 @@ struct Fixture {
     size_t start = 0;
     while (start <= path.size()) {
       size_t slash = path.find('/', start);
-      std::string name = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      std::string name =
+          path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
       attr = fs->lookup(ino, name);
       if (!attr.is_ok()) return attr;
       ino = attr->ino;
@@ -138,7 +139,8 @@ TEST_CASE("reads are byte-exact at every offset, length and piece size", "[fs]")
     REQUIRE(n.is_ok());
     const size_t expect = off >= data.size() ? 0 : std::min<size_t>(len, data.size() - off);
     REQUIRE(*n == expect);
-    REQUIRE(std::memcmp(buf.data(), data.data() + std::min<uint64_t>(off, data.size()), expect) == 0);
+    REQUIRE(std::memcmp(buf.data(), data.data() + std::min<uint64_t>(off, data.size()), expect) ==
+            0);
   }
   auto e = f.resolve("empty");
   REQUIRE(e.is_ok());
@@ -228,7 +230,9 @@ TEST_CASE("memory_hit_bytes counts the bytes served, not the chunks they came fr
     CHECK(std::memcmp(buf.data(), data.data() + off, buf.size()) == 0);
   }
   const auto after = nlohmann::json::parse(f.fs->stats_json());
-  const auto delta = [&](const char* k) { return after[k].get<uint64_t>() - before[k].get<uint64_t>(); };
+  const auto delta = [&](const char* k) {
+    return after[k].get<uint64_t>() - before[k].get<uint64_t>();
+  };
   CHECK(delta("bytes_read") == kReads * 4096);
   CHECK(delta("memory_hit_bytes") == kReads * 4096);
   CHECK(delta("bucket_bytes_read") == 0);
@@ -260,7 +264,8 @@ TEST_CASE("model: the core agrees with a map of keys", "[fs][model]") {
     for (int i = 0; i < 30; ++i) {
       std::string path;
       const int depth = 1 + rng() % 3;
-      for (int d = 0; d < depth; ++d) path += (d ? "/" : "") + std::string(names[rng() % 5]) + std::to_string(d);
+      for (int d = 0; d < depth; ++d)
+        path += (d ? "/" : "") + std::string(names[rng() % 5]) + std::to_string(d);
       bool clash = false;  // keep files and directories apart, as a model of a clean bucket
       for (auto& [k, v] : model) {
         if (k.rfind(path + "/", 0) == 0 || path.rfind(k + "/", 0) == 0) clash = true;
@@ -294,7 +299,8 @@ TEST_CASE("model: the core agrees with a map of keys", "[fs][model]") {
       size_t start = 0;
       while (true) {
         size_t slash = path.find('/', start);
-        std::string seg = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+        std::string seg =
+            path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
         dirs[parent].insert(seg + (slash == std::string::npos ? "" : "/"));
         if (slash == std::string::npos) break;
         parent = path.substr(0, slash);
@@ -322,7 +328,8 @@ namespace warmfs {
 
 TEST_CASE("small files opened in listing order warm the ones after them", "[fs]") {
   Fixture f;
-  for (int i = 0; i < 40; ++i) f.bucket.put_object(fmt::format("d/f{:02}", i), std::string(1000, char('a' + i % 26)));
+  for (int i = 0; i < 40; ++i)
+    f.bucket.put_object(fmt::format("d/f{:02}", i), std::string(1000, char('a' + i % 26)));
   auto d = f.resolve("d");
   REQUIRE(d.is_ok());
   REQUIRE(f.fs->opendir(d->ino).is_ok());  // the listing, as a directory walk has it
@@ -332,7 +339,8 @@ TEST_CASE("small files opened in listing order warm the ones after them", "[fs]"
     REQUIRE(f.fs->open(a->ino, O_RDONLY).is_ok());
   }
   // The third open in order starts fetches of the files after it, none of them opened yet.
-  for (int i = 0; i < 400 && (f.store.get_count("d/f20") == 0 || f.store.get_count("d/f39") == 0); ++i) {
+  for (int i = 0; i < 400 && (f.store.get_count("d/f20") == 0 || f.store.get_count("d/f39") == 0);
+       ++i) {
     std::this_thread::sleep_for(5ms);
   }
   CHECK(f.store.get_count("d/f20") == 1);
@@ -353,7 +361,8 @@ TEST_CASE("files opened out of order warm nothing", "[fs]") {
   }
   // The decision to warm is made inside open() and counted there, before any fetch starts:
   // no waiting is needed to see that none was made.
-  CHECK(nlohmann::json::parse(f.fs->stats_json())["readahead"]["warmed_files"].get<uint64_t>() == 0);
+  CHECK(nlohmann::json::parse(f.fs->stats_json())["readahead"]["warmed_files"].get<uint64_t>() ==
+        0);
   CHECK(f.store.call_count(FaultInjectingStore::Op::kGetRange) == 0);
 }
 

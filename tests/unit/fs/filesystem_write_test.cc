@@ -44,7 +44,8 @@ struct WriteFixture {
     FsOptions fo;
     fo.bucket = "b";
     fo.read_only = read_only;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo, uploader.get());
+    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo,
+                                      uploader.get());
   }
   ~WriteFixture() {
     fs.reset();
@@ -70,7 +71,8 @@ struct WriteFixture {
 
 }  // namespace
 
-TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings show it first", "[fs][write]") {
+TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings show it first",
+          "[fs][write]") {
   WriteFixture f;
   auto c = f.fs->create(kRootIno, "new.txt", O_WRONLY | O_CREAT);
   REQUIRE(c.is_ok());
@@ -93,7 +95,8 @@ TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings 
   CHECK(f.fs->stats_json().find("\"bucket_bytes_written\":5") != std::string::npos);
 }
 
-TEST_CASE("fs write: a failed upload is EIO at flush, and the data stays for a retry", "[fs][write]") {
+TEST_CASE("fs write: a failed upload is EIO at flush, and the data stays for a retry",
+          "[fs][write]") {
   WriteFixture f;
   auto c = f.fs->create(kRootIno, "a", O_WRONLY | O_CREAT);
   REQUIRE(c.is_ok());
@@ -162,7 +165,8 @@ TEST_CASE("fs write: rename of files and directories, with its flags", "[fs][wri
   f.bucket.put_object("dir/x", "X");
   f.bucket.put_object("dir/sub/y", "Y");
   CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", RENAME_NOREPLACE).code() == Errc::kExists);
-  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", RENAME_EXCHANGE).code() == Errc::kInvalidArgument);
+  CHECK(f.fs->rename(kRootIno, "a", kRootIno, "b", RENAME_EXCHANGE).code() ==
+        Errc::kInvalidArgument);
   CHECK(f.fs->rename(kRootIno, "a", kRootIno, "dir", 0).code() == Errc::kIsDirectory);
   REQUIRE(f.fs->rename(kRootIno, "a", kRootIno, "b", 0).is_ok());
   CHECK(f.object("a") == "<absent>");

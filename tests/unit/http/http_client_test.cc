@@ -258,7 +258,8 @@ TEST_CASE("an unresponsive server times out as kTimeout", "[http]") {
   CHECK(r.code() == Errc::kTimeout);
 }
 
-TEST_CASE("a silent server trips the low-speed limit, unless the answer is known to be slow", "[http]") {
+TEST_CASE("a silent server trips the low-speed limit, unless the answer is known to be slow",
+          "[http]") {
   TestHttpServer server([](const ServerRequest&) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     ServerReply r;

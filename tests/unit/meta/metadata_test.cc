@@ -1,8 +1,9 @@
-#include <catch2/catch.hpp>
+#include "meta/metadata.h"
 
 #include <fmt/format.h>
 
-#include "meta/metadata.h"
+#include <catch2/catch.hpp>
+
 #include "support/fake_clock.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
@@ -93,7 +94,8 @@ TEST_CASE("a directory wins over a file of the same name in listings", "[meta]")
   CHECK(g.store.call_count(FaultInjectingStore::Op::kHead) == 0);
 }
 
-TEST_CASE("a probe of a directory too large to list finds the file of a name that is both", "[meta]") {
+TEST_CASE("a probe of a directory too large to list finds the file of a name that is both",
+          "[meta]") {
   Fixture f;
   for (int i = 0; i < 1001; ++i) f.bucket.put_object(fmt::format("k{:04}", i), "v");
   f.bucket.put_object("x", "file");
@@ -104,7 +106,8 @@ TEST_CASE("a probe of a directory too large to list finds the file of a name tha
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 1);
 }
 
-TEST_CASE("the first lookup in an unlisted directory lists it: a tree walk costs LISTs only", "[meta]") {
+TEST_CASE("the first lookup in an unlisted directory lists it: a tree walk costs LISTs only",
+          "[meta]") {
   Fixture f;
   for (int d = 0; d < 3; ++d) {
     for (int i = 0; i < 20; ++i) f.bucket.put_object(fmt::format("top/d{}/f{}", d, i), "x");
@@ -129,12 +132,14 @@ TEST_CASE("a directory that cannot be listed still answers lookups by HEAD", "[m
   auto d = f.meta->lookup(kRootIno, "d");
   REQUIRE(d.is_ok());
   f.store.clear_calls();
-  f.store.fail_always(FaultInjectingStore::Op::kList, Status(Errc::kAccessDenied, "403 AccessDenied"));
+  f.store.fail_always(FaultInjectingStore::Op::kList,
+                      Status(Errc::kAccessDenied, "403 AccessDenied"));
   auto a = f.meta->lookup(d->ino, "a");
   REQUIRE(a.is_ok());
   CHECK(a->size == 1);
   REQUIRE(f.meta->lookup(d->ino, "b").is_ok());
-  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1);  // tried once, then not for the TTL
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kList) ==
+        1);  // tried once, then not for the TTL
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 2);
 }
 
@@ -211,7 +216,8 @@ TEST_CASE("inodes are stable while referenced and dropped when forgotten", "[met
 
 TEST_CASE("list errors propagate", "[meta]") {
   Fixture f;
-  f.store.fail_next(FaultInjectingStore::Op::kList, 1, Status(Errc::kAccessDenied, "403 AccessDenied"));
+  f.store.fail_next(FaultInjectingStore::Op::kList, 1,
+                    Status(Errc::kAccessDenied, "403 AccessDenied"));
   CHECK(f.meta->list(kRootIno).code() == Errc::kAccessDenied);
   CHECK(f.meta->list(kRootIno).is_ok());
 }

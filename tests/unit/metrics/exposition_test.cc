@@ -121,13 +121,13 @@ TEST_CASE("the log-linear histogram exports exact cumulative buckets in seconds"
     FAIL("no bucket " << le);
     return uint64_t{0};
   };
-  CHECK(at(8e-6) == 1);        // 7
-  CHECK(at(16e-6) == 2);       // 7, 8
+  CHECK(at(8e-6) == 1);   // 7
+  CHECK(at(16e-6) == 2);  // 7, 8
   CHECK(at(512e-6) == 2);
-  CHECK(at(1024e-6) == 4);     // ... 1000, 1023 (1024 is not below 1024)
+  CHECK(at(1024e-6) == 4);  // ... 1000, 1023 (1024 is not below 1024)
   CHECK(at(2048e-6) == 5);
-  CHECK(at(67.108864) == 5);   // 100 s is above the last bound
-  CHECK(d.count == 6);         // +Inf
+  CHECK(at(67.108864) == 5);  // 100 s is above the last bound
+  CHECK(d.count == 6);        // +Inf
   CHECK(d.sum == Approx((7 + 8 + 1000 + 1023 + 1024 + 100'000'000) / 1e6));
   for (size_t i = 1; i < d.buckets.size(); ++i) {
     CHECK(d.buckets[i].first > d.buckets[i - 1].first);

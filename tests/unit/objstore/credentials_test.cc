@@ -1,4 +1,3 @@
-#include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
 
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "objstore/credential_chain.h"
 #include "support/fake_clock.h"
 #include "support/temp_dir.h"
 

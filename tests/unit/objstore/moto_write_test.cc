@@ -46,12 +46,14 @@ std::vector<std::byte> pattern(size_t n, uint64_t seed) {
 
 TEST_CASE("writes against moto_server", "[.][moto]") {
   const std::string endpoint = env_or("WARMFS_MOTO_ENDPOINT", "");
-  if (endpoint.empty()) FAIL("WARMFS_MOTO_ENDPOINT is not set: run tests/integration/test_objstore_moto.py");
+  if (endpoint.empty())
+    FAIL("WARMFS_MOTO_ENDPOINT is not set: run tests/integration/test_objstore_moto.py");
   S3Config cfg;
   cfg.endpoint = endpoint;
   cfg.bucket = env_or("WARMFS_MOTO_BUCKET", "warmfs-moto");
   cfg.path_style = true;
-  cfg.credentials = {env_or("WARMFS_MOTO_KEY", "testing"), env_or("WARMFS_MOTO_SECRET", "testing"), ""};
+  cfg.credentials = {env_or("WARMFS_MOTO_KEY", "testing"), env_or("WARMFS_MOTO_SECRET", "testing"),
+                     ""};
   cfg.multipart_copy_threshold = 12ull << 20;  // the 15 MiB object is copied in parts
   cfg.multipart_copy_part_size = 5ull << 20;
   auto made = S3ObjectStore::create(cfg, warmfs::SystemClock::instance());

@@ -307,7 +307,9 @@ TEST_CASE("a truncated GET body is retried", "[objstore]") {
   }
 }
 
-TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporting progress and bytes", "[objstore]") {
+TEST_CASE(
+    "with If-Match, a GET cut short resumes after what it brought, reporting progress and bytes",
+    "[objstore]") {
   std::string object(300000, '\0');
   for (size_t i = 0; i < object.size(); ++i) object[i] = char('a' + (i * 7) % 26);
   std::atomic<int> calls{0};
@@ -363,7 +365,8 @@ TEST_CASE("with If-Match, a GET cut short resumes after what it brought, reporti
   CHECK(store->counters().bytes_read == 200000);
 }
 
-TEST_CASE("without If-Match, a GET cut short starts over and reports progress at the end", "[objstore]") {
+TEST_CASE("without If-Match, a GET cut short starts over and reports progress at the end",
+          "[objstore]") {
   const std::string object(100000, 'z');
   std::atomic<int> calls{0};
   TestHttpServer server([&](const ServerRequest& req) {
@@ -379,7 +382,8 @@ TEST_CASE("without If-Match, a GET cut short starts over and reports progress at
   auto store = make_store(config_for(server.url()), clock);
   std::vector<std::byte> buf(80000);
   std::vector<size_t> seen;
-  auto n = store->get_range_progress("k", 0, buf, "", [&](size_t landed) { seen.push_back(landed); });
+  auto n =
+      store->get_range_progress("k", 0, buf, "", [&](size_t landed) { seen.push_back(landed); });
   REQUIRE(n.is_ok());
   CHECK(*n == 80000);
   const auto reqs = server.requests();
@@ -400,8 +404,9 @@ TEST_CASE("progress ignores an answer whose Content-Range starts elsewhere", "[o
   std::vector<std::byte> buf(80000);
   std::vector<size_t> seen;
   size_t shown = 0;
-  auto n = store->get_range_progress("k", 0, buf, "etag1", [&](size_t landed) { seen.push_back(landed); },
-                                     [&](uint64_t, std::span<const std::byte> b) { shown += b.size(); });
+  auto n = store->get_range_progress(
+      "k", 0, buf, "etag1", [&](size_t landed) { seen.push_back(landed); },
+      [&](uint64_t, std::span<const std::byte> b) { shown += b.size(); });
   CHECK_FALSE(n.is_ok());
   CHECK(seen.empty());
   CHECK(shown == 0);  // nor are its bytes shown

@@ -189,7 +189,8 @@ TEST_CASE("read-ahead coalesces consecutive chunks into one request", "[readahea
   o.initial_window_chunks = 8;
   Setup s(64 * kChunk + 123, o);
   auto r = s.open();
-  for (uint64_t off = 0; off < 64 * kChunk + 123; off += kChunk / 2) s.read_check(*r, off, kChunk / 2);
+  for (uint64_t off = 0; off < 64 * kChunk + 123; off += kChunk / 2)
+    s.read_check(*r, off, kChunk / 2);
   const size_t gets = s.store.call_count(Op::kGetRange);
   // Two demand reads, then runs of at most four chunks: far fewer requests than chunks, and
   // every byte fetched exactly once.
@@ -228,7 +229,8 @@ class HalfThenWaitStore final : public MemoryObjectStore {
 };
 }  // namespace
 
-TEST_CASE("chunks of a request are served as their bytes land, before the request ends", "[readahead]") {
+TEST_CASE("chunks of a request are served as their bytes land, before the request ends",
+          "[readahead]") {
   ReadaheadOptions o = small_options();
   o.max_request_bytes = 8 * kChunk;
   HalfThenWaitStore bucket;
@@ -371,9 +373,10 @@ class ShowingStore final : public MemoryObjectStore {
 };
 }  // namespace
 
-TEST_CASE("chunks take the CRC32C computed as their bytes are shown, and it is right", "[readahead]") {
-  const auto mode = GENERATE(ShowingStore::Mode::kPieces, ShowingStore::Mode::kRepeats,
-                             ShowingStore::Mode::kGap);
+TEST_CASE("chunks take the CRC32C computed as their bytes are shown, and it is right",
+          "[readahead]") {
+  const auto mode =
+      GENERATE(ShowingStore::Mode::kPieces, ShowingStore::Mode::kRepeats, ShowingStore::Mode::kGap);
   ReadaheadOptions o = small_options();
   o.max_request_bytes = 8 * kChunk;
   o.initial_window_chunks = 8;
@@ -395,7 +398,8 @@ TEST_CASE("chunks take the CRC32C computed as their bytes are shown, and it is r
   }
 }
 
-TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again", "[readahead]") {
+TEST_CASE("a failed coalesced request fails each of its chunks, which are fetched again",
+          "[readahead]") {
   ReadaheadOptions o = small_options();
   o.max_request_bytes = 8 * kChunk;
   o.initial_window_chunks = 8;

@@ -21,8 +21,8 @@ TEST_CASE("cache server answers are counted by status and timed", "[server][metr
   MemoryCache memory({.capacity_bytes = 64ull << 20});
   CacheServerOptions o;
   o.token = "t";
-  CacheServer server(std::map<std::string, ObjectStore*>{{"data", &bucket}}, memory, nullptr,
-                     clock, o);
+  CacheServer server(std::map<std::string, ObjectStore*>{{"data", &bucket}}, memory, nullptr, clock,
+                     o);
   const std::string etag = bucket.put_object("obj", random_bytes(1000, 3));
   auto request = [](std::string path, std::vector<std::pair<std::string, std::string>> query,
                     bool token) {
@@ -38,9 +38,9 @@ TEST_CASE("cache server answers are counted by status and timed", "[server][metr
   CHECK(server.handle(request(remote::kHealthPath, {}, false)).status == 200);
   CHECK(server.handle(request(remote::kInfoPath, {}, false)).status == 401);
   CHECK(server.handle(request("/nowhere", {}, true)).status == 404);
-  const auto chunk = request(remote::kChunkPath,
-                             {{"bucket", "data"}, {"key", "obj"}, {"etag", etag}, {"index", "0"}},
-                             true);
+  const auto chunk =
+      request(remote::kChunkPath,
+              {{"bucket", "data"}, {"key", "obj"}, {"etag", etag}, {"index", "0"}}, true);
   CHECK(server.handle(chunk).status == 200);
   CHECK(server.handle(chunk).status == 200);
   const std::vector<std::pair<int, uint64_t>> want = {{200, 3}, {401, 1}, {404, 1}};

@@ -1,11 +1,13 @@
+#include "upload/part_plan.h"
+
 #include <catch2/catch.hpp>
 
 #include "objstore/object_store.h"
-#include "upload/part_plan.h"
 
 namespace warmfs {
 
-TEST_CASE("part plan: parts are contiguous, full but the last, and 10,000 of them hold 5 TiB", "[upload]") {
+TEST_CASE("part plan: parts are contiguous, full but the last, and 10,000 of them hold 5 TiB",
+          "[upload]") {
   PartPlan plan;
   CHECK(plan.part_offset(1) == 0);
   CHECK(plan.part_size(1) == 8ull << 20);

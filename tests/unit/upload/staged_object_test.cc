@@ -1,3 +1,5 @@
+#include "upload/staged_object.h"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,7 +13,6 @@
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
 #include "support/temp_dir.h"
-#include "upload/staged_object.h"
 #include "upload/staging.h"
 
 namespace warmfs {
@@ -50,7 +51,9 @@ struct Fixture {
     uploader.reset();
     staging.reset();
   }
-  std::vector<std::byte> in_bucket(const std::string& key) { return bucket.object_bytes(key).value_or(std::vector<std::byte>{}); }
+  std::vector<std::byte> in_bucket(const std::string& key) {
+    return bucket.object_bytes(key).value_or(std::vector<std::byte>{});
+  }
 };
 
 }  // namespace
@@ -74,7 +77,8 @@ TEST_CASE("staged object: a small file is one PUT at flush, and nothing before",
   CHECK(f.store.call_count(Op::kPut) == 1);
 }
 
-TEST_CASE("staged object: a sequential writer's parts go up before flush, which sends the tail", "[upload]") {
+TEST_CASE("staged object: a sequential writer's parts go up before flush, which sends the tail",
+          "[upload]") {
   Fixture f;
   auto obj = f.uploader->make("big");
   REQUIRE(obj->stage_empty().is_ok());
@@ -95,7 +99,8 @@ TEST_CASE("staged object: a sequential writer's parts go up before flush, which 
   CHECK(f.bucket.upload_count() == 0);
 }
 
-TEST_CASE("staged object: a failed part makes flush fail, aborts the upload, and a retry succeeds", "[upload]") {
+TEST_CASE("staged object: a failed part makes flush fail, aborts the upload, and a retry succeeds",
+          "[upload]") {
   Fixture f;
   auto obj = f.uploader->make("k");
   REQUIRE(obj->stage_empty().is_ok());
@@ -114,7 +119,8 @@ TEST_CASE("staged object: a failed part makes flush fail, aborts the upload, and
   CHECK(f.bucket.upload_count() == 0);
 }
 
-TEST_CASE("staged object: a failing CompleteMultipartUpload is a failure, never reported durable", "[upload]") {
+TEST_CASE("staged object: a failing CompleteMultipartUpload is a failure, never reported durable",
+          "[upload]") {
   Fixture f;
   auto obj = f.uploader->make("k");
   REQUIRE(obj->stage_empty().is_ok());
@@ -128,7 +134,8 @@ TEST_CASE("staged object: a failing CompleteMultipartUpload is a failure, never 
   CHECK(f.in_bucket("k") == data);
 }
 
-TEST_CASE("staged object: random writes, truncates and rewrites of uploaded parts match a shadow", "[upload]") {
+TEST_CASE("staged object: random writes, truncates and rewrites of uploaded parts match a shadow",
+          "[upload]") {
   Fixture f;
   auto obj = f.uploader->make("rw");
   REQUIRE(obj->stage_empty().is_ok());
@@ -165,10 +172,13 @@ TEST_CASE("staged object: staged from the old object, changed, uploaded whole", 
   auto old = bytes_of(7 * kMiB, 5);
   f.bucket.put_object("m", old);
   auto obj = f.uploader->make("m");
-  REQUIRE(obj->stage_from(old.size(), [&](uint64_t off, std::span<std::byte> out) -> Result<size_t> {
-    std::copy_n(old.begin() + static_cast<ptrdiff_t>(off), out.size(), out.begin());
-    return out.size();
-  }).is_ok());
+  REQUIRE(obj->stage_from(old.size(),
+                          [&](uint64_t off, std::span<std::byte> out) -> Result<size_t> {
+                            std::copy_n(old.begin() + static_cast<ptrdiff_t>(off), out.size(),
+                                        out.begin());
+                            return out.size();
+                          })
+              .is_ok());
   CHECK_FALSE(obj->dirty());  // staging alone is no change
   const std::string tail = "appended";
   REQUIRE(obj->write(old.size(), std::as_bytes(std::span(tail))).is_ok());
@@ -178,7 +188,8 @@ TEST_CASE("staged object: staged from the old object, changed, uploaded whole", 
   CHECK(f.in_bucket("m") == want);
 }
 
-TEST_CASE("staged object: write-through puts the chunks in the cache under the new ETag", "[upload]") {
+TEST_CASE("staged object: write-through puts the chunks in the cache under the new ETag",
+          "[upload]") {
   Fixture f;
   auto obj = f.uploader->make("wt");
   REQUIRE(obj->stage_empty().is_ok());
@@ -212,7 +223,8 @@ TEST_CASE("staged object: discard aborts the open upload and uploads nothing", "
   CHECK(f.bucket.upload_count() == 0);
 }
 
-TEST_CASE("staged object: discard while the multipart upload is being created does not hang", "[upload]") {
+TEST_CASE("staged object: discard while the multipart upload is being created does not hang",
+          "[upload]") {
   Fixture f;
   f.store.set_delay(Op::kCreateMultipart, std::chrono::milliseconds(300));
   auto obj = f.uploader->make("doomed");
