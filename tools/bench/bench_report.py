@@ -349,6 +349,10 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   (L/H/G in the cell). The origin limit is a LIST-with-delimiter walk of the same tree.
 - tar: Python's `tarfile` in stream mode over each shard in order, every member read, samples
   grouped by basename. The origin limit is the shards' bytes fetched by curl (no parsing).
+  The Python workers run with glibc's heap trimming held off
+  (`GLIBC_TUNABLES=glibc.malloc.trim_threshold=268435456`) so that per-sample allocations cost
+  the same whatever file system is read; without it the local copy's row measured the
+  allocator (a `brk` pair per sample), not the disk.
 - ckpt: 512 MiB written in 8 MiB writes to `ckpt/NAME.tmp`, fsync (the figure), then close and
   rename to `ckpt/NAME`. Right after fsync a boto3 HEAD of the temp key (straight to s3rver)
   says whether it was durable at fsync; after the rename the final key is polled and its bytes
