@@ -199,6 +199,11 @@ StatfsResult Filesystem::statfs() const {
 Result<std::string> Filesystem::getxattr(uint64_t ino, std::string_view name) {
   if (ino == kRootIno && name == kStatsXattr) return stats_json();
   if (ino == kRootIno && name == kPidXattr) return std::to_string(::getpid());
+  // Only the user namespace exists here. Saying "not supported" for the others (security.*,
+  // system.posix_acl_*, trusted.*) rather than "no such attribute" lets tools remember it per
+  // file system: `ls -l` then asks once per mount instead of twice per file, each a round
+  // trip to this process.
+  if (!name.starts_with("user.")) return Status(Errc::kNotSupported, "only user.* attributes");
   return Status(Errc::kNotFound, "no such attribute");
 }
 

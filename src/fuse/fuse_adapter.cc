@@ -237,7 +237,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   auto r = session_of(req).fs.getxattr(ino, name);
   if (!r.is_ok()) {
-    fuse_reply_err(req, ENODATA);
+    fuse_reply_err(req, r.code() == Errc::kNotFound ? ENODATA : to_errno(r.status()));
     return;
   }
   const std::string& v = *r;

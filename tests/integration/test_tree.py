@@ -106,6 +106,29 @@ class Tree(harness.WarmfsTestCase):
                 self.assertTrue(stat.S_ISDIR(st.st_mode), oct(st.st_mode))
                 self.assertEqual(stat.S_IMODE(st.st_mode), 0o755)  # the default of a writable mount
 
+    def test_extended_attributes(self):
+        # Only user.* exists. The other namespaces answer "not supported", which ls -l remembers
+        # per file system (one ask per mount, not two per file); a missing user.* attribute is
+        # "no data".
+        f = self.root / "data/labels.csv"
+        for name in ["security.selinux", "system.posix_acl_access", "trusted.x"]:
+            with self.subTest(name=name):
+                with self.assertRaises(OSError) as cm:
+                    os.getxattr(f, name)
+                self.assertEqual(cm.exception.errno, errno.EOPNOTSUPP, os.strerror(cm.exception.errno))
+        with self.assertRaises(OSError) as cm:
+            os.getxattr(f, "user.nothing")
+        self.assertEqual(cm.exception.errno, errno.ENODATA)
+        self.assertIn(b"bytes_read", os.getxattr(self.root, "user.warmfs.stats"))
+        # ls -l of the whole tree asks the mount for ACLs and SELinux labels only once each.
+        run = subprocess.run(["strace", "-f", "-c", "-e", "trace=getxattr,lgetxattr", "ls", "-lR",
+                              str(self.root)], capture_output=True, timeout=60,
+                             env={"PATH": harness.BASE_PATH, "LC_ALL": "C"})
+        self.assertEqual(run.returncode, 0, run.stderr.decode(errors="replace"))
+        calls = {line.split()[-1]: int(line.split()[3]) for line in run.stderr.decode().splitlines()
+                 if line.strip().endswith("getxattr")}
+        self.assertLessEqual(sum(calls.values()), 4, run.stderr.decode())
+
     def test_missing_paths(self):
         for path, err in [("nope", errno.ENOENT), ("data/nope.bin", errno.ENOENT),
                           ("nodir/x", errno.ENOENT), ("README.md/x", errno.ENOTDIR),

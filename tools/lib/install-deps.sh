@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libfmt-dev catch2 libpugixml-dev nlohmann-json3-dev libcli11-dev
   libmicrohttpd-dev  # the HTTP/1.1 server of `warmfs serve` (keep-alive, thread per connection, TLS)
   rsync  # the write tests copy trees into the mount with it
+  strace  # tests count the system calls a listing makes into the mount
   libsystemd-dev  # sd_notify: readiness and stop for systemd units of Type=notify
   # tools/fuzz: clang's libFuzzer and its sanitizer runtimes (the fuzz targets build with
   # clang only; the rest of warmfs keeps g++).

@@ -209,6 +209,11 @@ TEST_CASE("stats JSON has the documented keys and counts bucket bytes once", "[f
   REQUIRE(x.is_ok());
   CHECK(nlohmann::json::parse(*x).contains("bytes_read"));
   CHECK(f.fs->getxattr(ino, kStatsXattr).code() == Errc::kNotFound);
+  // Other user attributes do not exist; other namespaces are not supported at all, which tools
+  // such as ls remember per file system instead of asking for every file.
+  CHECK(f.fs->getxattr(ino, "user.other").code() == Errc::kNotFound);
+  CHECK(f.fs->getxattr(ino, "security.selinux").code() == Errc::kNotSupported);
+  CHECK(f.fs->getxattr(kRootIno, "system.posix_acl_access").code() == Errc::kNotSupported);
 }
 
 TEST_CASE("memory_hit_bytes counts the bytes served, not the chunks they came from", "[fs]") {
