@@ -232,6 +232,9 @@ Result<MountHelperCall> translate_mount_helper_args(const std::vector<std::strin
   std::string source = positional[0];
   // The `warmfs#SOURCE` form of fuse's fstab lines (type fuse).
   if (starts_with(source, "warmfs#")) source.erase(0, 7);
+  if (source.empty() || positional[1].empty()) {
+    return usage("mount.warmfs: the source and the mount point must not be empty");
+  }
 
   Translation t;
   for (const auto& s : option_strings) {

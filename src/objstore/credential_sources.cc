@@ -30,7 +30,7 @@ Result<std::optional<std::chrono::system_clock::time_point>> expiration_of(const
   if (text.empty()) return std::optional<std::chrono::system_clock::time_point>();
   auto secs = parse_iso8601(text);
   if (!secs) return Status(Errc::kCorrupt, fmt::format("{}: bad Expiration '{}'", what, text));
-  return std::optional(std::chrono::system_clock::time_point(std::chrono::seconds(*secs)));
+  return std::optional(time_from_epoch_seconds(*secs));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "objstore/sigv4.h"
+#include "objstore/time_format.h"
 #include "objstore/xml.h"
 
 namespace warmfs::s3 {
@@ -105,8 +106,7 @@ Result<TemporaryCredentials> StsClient::call(const char* action, const std::stri
     return Status(parsed.code(), fmt::format("{}: {}", where, parsed.status().message()));
   TemporaryCredentials out;
   out.credentials = {parsed->access_key_id, parsed->secret_access_key, parsed->session_token};
-  out.expiration =
-      std::chrono::system_clock::time_point(std::chrono::seconds(parsed->expiration_sec));
+  out.expiration = time_from_epoch_seconds(parsed->expiration_sec);
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "objstore/time_format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 
@@ -96,6 +97,19 @@ std::string format_iso8601(std::chrono::system_clock::time_point t) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
+}
+
+std::chrono::system_clock::time_point time_from_epoch_seconds(int64_t seconds) {
+  using Clock = std::chrono::system_clock;
+  constexpr int64_t kMax =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::max().time_since_epoch())
+          .count() -
+      1;
+  constexpr int64_t kMin =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::time_point::min().time_since_epoch())
+          .count() +
+      1;
+  return Clock::time_point(std::chrono::seconds(std::clamp(seconds, kMin, kMax)));
 }
 
 }  // namespace warmfs::s3

@@ -22,6 +22,11 @@ std::string format_iso8601(std::chrono::system_clock::time_point t);
 // the epoch; nullopt if malformed.
 std::optional<int64_t> parse_iso8601(std::string_view text);
 
+// Seconds since the epoch as a time point, held to the range the clock can represent
+// (about the years 1678 to 2262): an expiration written as year 4060 means "far away", not an
+// overflow.
+std::chrono::system_clock::time_point time_from_epoch_seconds(int64_t seconds);
+
 // "Sun, 06 Nov 1994 08:49:37 GMT" (IMF-fixdate, the form S3 sends) to seconds since the
 // epoch; nullopt if malformed.
 std::optional<int64_t> parse_http_date(std::string_view text);

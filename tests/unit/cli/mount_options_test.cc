@@ -218,6 +218,10 @@ TEST_CASE("mount helper: mount(8)'s calling convention", "[mount_options]") {
   CHECK(error_of({"s3://b/p", "/data", "-o"}) == "-o needs a value");
   CHECK(error_of({"s3://b/p"}).starts_with("usage: mount.warmfs"));
   CHECK(error_of({"s3://b/p", "/data", "/extra"}).starts_with("usage: mount.warmfs"));
+  // Found by tests/fuzz/mount_options_fuzz.cc: empty fields of an fstab line or a script.
+  CHECK(error_of({"s3://b/p", ""}).starts_with("mount.warmfs: the source and the mount point"));
+  CHECK(error_of({"", "/data"}).starts_with("mount.warmfs: the source and the mount point"));
+  CHECK(error_of({"warmfs#", "/data"}).starts_with("mount.warmfs: the source and the mount point"));
   // fuse's "warmfs#SOURCE" form.
   CHECK(ok({"warmfs#s3://b/p", "/data"}).argv == kHead);
 }

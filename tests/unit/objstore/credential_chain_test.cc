@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "objstore/time_format.h"
 #include "objstore/xml.h"
 #include "support/fake_clock.h"
 #include "support/temp_dir.h"
@@ -345,6 +346,14 @@ TEST_CASE("credential_process output, container and metadata documents", "[crede
   REQUIRE(ok->expiration);
   CHECK(std::chrono::system_clock::to_time_t(*ok->expiration) == 1704067800);
   CHECK(format_iso8601(*ok->expiration) == "2024-01-01T00:10:00Z");
+  // Found by tests/fuzz/credentials_fuzz.cc: a year past the clock's range (2262) overflowed
+  // the time point; it is held to the range, an expiration far away.
+  auto far = parse_process_credentials(
+      R"({"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"4060-01-01T00:00:00Z"})");
+  REQUIRE(far.is_ok());
+  REQUIRE(far->expiration);
+  CHECK(*far->expiration > std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 200));
+  CHECK(time_from_epoch_seconds(INT64_MIN) < std::chrono::system_clock::time_point());
   CHECK(parse_process_credentials(R"({"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"})")
             .code() == Errc::kCorrupt);
   CHECK(parse_process_credentials(R"({"Version":1,"AccessKeyId":"A"})").code() == Errc::kCorrupt);
