@@ -59,8 +59,8 @@ int run_publish_order(const std::string& mountpoint, const std::string& order_fi
   }
   // A list of paths without the header is taken as the current version's entries.
   const bool headed = text.compare(0, kOrderHeader.size(), kOrderHeader) == 0 &&
-                     (text.size() == kOrderHeader.size() || text[kOrderHeader.size()] == '\n' ||
-                      text[kOrderHeader.size()] == '\r');
+                      (text.size() == kOrderHeader.size() || text[kOrderHeader.size()] == '\n' ||
+                       text[kOrderHeader.size()] == '\r');
   if (!headed) text = std::string(kOrderHeader) + "\n" + text;
   Result<std::vector<OrderEntry>> entries = parse_order(text);
   if (!entries.is_ok()) {
@@ -86,8 +86,7 @@ int run_publish_order(const std::string& mountpoint, const std::string& order_fi
   const int close_err = errno;
   if (!wrote || closed != 0) {
     print_error("the mount refused the order: " +
-                std::string(std::strerror(!wrote ? write_err : close_err)) +
-                " (its log says why)");
+                std::string(std::strerror(!wrote ? write_err : close_err)) + " (its log says why)");
     return kExitFailure;
   }
   std::printf("published an order of %zu entries\n", entries->size());
@@ -122,14 +121,13 @@ int run_epochs(const std::string& mountpoint, bool json) {
     if (kind == "order") kind += " " + std::to_string(e.value("order", uint64_t{0}));
     if (e.value("running", false)) kind += "*";
     const auto& h = e["hit_ratio"];
-    std::printf("%-6llu %-14s %9.1f %8llu %10.1f %9.2f %5.0f%% %5.0f%% %5.0f%% %11s %9llu\n",
-                (unsigned long long)e.value("epoch", uint64_t{0}), kind.c_str(),
-                e.value("seconds", 0.0), (unsigned long long)e.value("samples", uint64_t{0}),
-                e.value("samples_per_second", 0.0), e.value("stall_seconds", 0.0),
-                100 * h.value("memory", 0.0), 100 * h.value("disk", 0.0),
-                100 * h.value("local", 0.0),
-                format_size(e.value("bucket_bytes", uint64_t{0})).c_str(),
-                (unsigned long long)e.value("bucket_gets", uint64_t{0}));
+    std::printf(
+        "%-6llu %-14s %9.1f %8llu %10.1f %9.2f %5.0f%% %5.0f%% %5.0f%% %11s %9llu\n",
+        (unsigned long long)e.value("epoch", uint64_t{0}), kind.c_str(), e.value("seconds", 0.0),
+        (unsigned long long)e.value("samples", uint64_t{0}), e.value("samples_per_second", 0.0),
+        e.value("stall_seconds", 0.0), 100 * h.value("memory", 0.0), 100 * h.value("disk", 0.0),
+        100 * h.value("local", 0.0), format_size(e.value("bucket_bytes", uint64_t{0})).c_str(),
+        (unsigned long long)e.value("bucket_gets", uint64_t{0}));
   }
   std::printf("(* running; samples are order entries read, or files opened in an interval)\n");
   return kExitOk;

@@ -48,7 +48,8 @@ Attr Filesystem::control_attr(uint64_t ino) const {
 }
 
 std::optional<Result<Attr>> Filesystem::control_lookup(uint64_t parent, std::string_view name) {
-  if (parent == kRootIno && name == kControlDirName) return Result<Attr>(control_attr(kControlDirIno));
+  if (parent == kRootIno && name == kControlDirName)
+    return Result<Attr>(control_attr(kControlDirIno));
   if (parent != kControlDirIno) return std::nullopt;
   if (name == kOrderFileName) return Result<Attr>(control_attr(kOrderFileIno));
   return Result<Attr>(Status(Errc::kNotFound, "no such control file"));
@@ -72,8 +73,8 @@ Status Filesystem::refuse_control(uint64_t parent, std::string_view name) const 
 
 Result<OpenResult> Filesystem::open_control(int flags) {
   OpenResult r;
-  r.handle = std::make_unique<FileHandle>(kOrderFileIno, ObjectVersion{},
-                                          std::make_unique<EmptyReader>());
+  r.handle =
+      std::make_unique<FileHandle>(kOrderFileIno, ObjectVersion{}, std::make_unique<EmptyReader>());
   if ((flags & O_ACCMODE) != O_RDONLY) {
     r.handle->control_ = std::make_shared<ControlWrite>();
     r.handle->writable_ = true;
@@ -130,8 +131,8 @@ Result<ObjectVersion> Filesystem::resolve_order_path(const std::string& path) {
   size_t start = 0;
   while (true) {
     const size_t slash = path.find('/', start);
-    const std::string_view name =
-        std::string_view(path).substr(start, slash == std::string::npos ? path.npos : slash - start);
+    const std::string_view name = std::string_view(path).substr(
+        start, slash == std::string::npos ? path.npos : slash - start);
     WARMFS_ASSIGN_OR_RETURN(NodeAttr a, meta_.peek(dir, name));
     if (slash == std::string::npos) {
       if (a.is_dir) return Status(Errc::kIsDirectory, path + " is a directory");
@@ -178,8 +179,7 @@ void Filesystem::order_read_started(const FileHandle& handle, uint64_t offset, u
   order_->read_started(handle.version().key, offset, length);
 }
 
-void Filesystem::order_read_finished(const FileHandle& handle, uint64_t offset,
-                                     uint64_t length) {
+void Filesystem::order_read_finished(const FileHandle& handle, uint64_t offset, uint64_t length) {
   order_->read_finished(handle.version().key, offset, length);
   epochs_.note_read(std::chrono::duration<double>(clock_.now() - started_).count());
 }

@@ -56,8 +56,8 @@ void EpochLog::update(const EpochCounters& now, uint64_t order_left) {
     }
     // Read through: it ended at its last read, and an interval epoch starts there.
     EpochCounters end = now;
-    end.at_sec = std::clamp(last_read_sec_.load(std::memory_order_relaxed), e.start.at_sec,
-                            now.at_sec);
+    end.at_sec =
+        std::clamp(last_read_sec_.load(std::memory_order_relaxed), e.start.at_sec, now.at_sec);
     close_locked(end);
     open_locked(0, 0, end);
     return;
@@ -87,10 +87,11 @@ nlohmann::json epoch_json(const Epoch& e) {
   j["samples"] = e.samples();
   j["samples_per_second"] = secs > 0 ? double(e.samples()) / secs : 0.0;
   j["stall_seconds"] = double(b.stall_ns - a.stall_ns) / 1e9;
-  j["hit_ratio"] = {{"memory", ratio(mem_hits, mem_misses)},
-                    {"disk", ratio(disk_hits, disk_misses)},
-                    // lookups some local tier answered, of all lookups
-                    {"local", ratio(mem_hits + disk_hits, mem_misses - std::min(mem_misses, disk_hits))}};
+  j["hit_ratio"] = {
+      {"memory", ratio(mem_hits, mem_misses)},
+      {"disk", ratio(disk_hits, disk_misses)},
+      // lookups some local tier answered, of all lookups
+      {"local", ratio(mem_hits + disk_hits, mem_misses - std::min(mem_misses, disk_hits))}};
   j["bucket_bytes"] = b.bucket_bytes - a.bucket_bytes;
   j["bucket_gets"] = b.bucket_gets - a.bucket_gets;
   j["bytes_read"] = b.bytes_read - a.bytes_read;

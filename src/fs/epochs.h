@@ -26,22 +26,22 @@ namespace warmfs {
 
 // Counters since the mount, at one moment.
 struct EpochCounters {
-  double at_sec = 0;           // seconds since the mount
-  uint64_t order_reads = 0;    // order entries read (OrderCounters::read_entries)
-  uint64_t opens = 0;          // files opened
-  uint64_t stall_ns = 0;       // time spent in read calls, summed over readers
-  uint64_t bytes_read = 0;     // bytes served to readers
-  uint64_t memory_hits = 0;    // memory tier lookups that hit
+  double at_sec = 0;         // seconds since the mount
+  uint64_t order_reads = 0;  // order entries read (OrderCounters::read_entries)
+  uint64_t opens = 0;        // files opened
+  uint64_t stall_ns = 0;     // time spent in read calls, summed over readers
+  uint64_t bytes_read = 0;   // bytes served to readers
+  uint64_t memory_hits = 0;  // memory tier lookups that hit
   uint64_t memory_misses = 0;
-  uint64_t disk_hits = 0;      // SSD tier lookups that hit (0 without one)
+  uint64_t disk_hits = 0;  // SSD tier lookups that hit (0 without one)
   uint64_t disk_misses = 0;
-  uint64_t bucket_bytes = 0;   // bytes read from the bucket
-  uint64_t bucket_gets = 0;    // range GETs sent
+  uint64_t bucket_bytes = 0;  // bytes read from the bucket
+  uint64_t bucket_gets = 0;   // range GETs sent
 };
 
 struct Epoch {
-  uint64_t number = 0;  // 1, 2, ... since the mount
-  uint64_t order = 0;   // the order's number, 0 for an interval epoch
+  uint64_t number = 0;   // 1, 2, ... since the mount
+  uint64_t order = 0;    // the order's number, 0 for an interval epoch
   uint64_t entries = 0;  // the order's entries
   bool running = false;
   EpochCounters start, end;  // end: when it closed, or the last sample while running
@@ -64,7 +64,9 @@ class EpochLog {
   void note_read(double at_sec) { last_read_sec_.store(at_sec, std::memory_order_relaxed); }
   // True when update() has something to do: an interval epoch has run its time, or a check
   // of the order epoch is due.
-  bool due(double at_sec) const { return at_sec >= next_check_sec_.load(std::memory_order_relaxed); }
+  bool due(double at_sec) const {
+    return at_sec >= next_check_sec_.load(std::memory_order_relaxed);
+  }
   // Rolls epochs as needed. order_left: entries of the running order not read yet.
   void update(const EpochCounters& now, uint64_t order_left);
   // The epochs kept, oldest first, the running one ended at `now`.
@@ -79,7 +81,7 @@ class EpochLog {
   const double interval_sec_;
   std::atomic<double> last_read_sec_{0};
   std::atomic<double> next_check_sec_{0};
-  mutable std::mutex mu_;  // protects everything below
+  mutable std::mutex mu_;     // protects everything below
   std::deque<Epoch> epochs_;  // the last one is running (if any)
   uint64_t next_number_ = 1;
 };

@@ -161,6 +161,7 @@ Status Filesystem::flush(FileHandle& handle) {
 void Filesystem::release(std::unique_ptr<FileHandle> handle) {
   if (!handle) return;
   const uint64_t ino = handle->ino();
+  if (ino != kOrderFileIno) order_->file_closed(handle->version().key);
   if (handle->staged()) {
     auto obj = handle->staged();
     bool last = false;

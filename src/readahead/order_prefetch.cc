@@ -99,40 +99,46 @@ void OrderPrefetcher::for_touched_locked(std::string_view key, uint64_t offset, 
   }
 }
 
+void OrderPrefetcher::mark_read_locked(uint32_t i, Entry& e, bool* late, bool* wake) {
+  if (e.state == State::kRead) return;
+  if (e.state == State::kWaiting && i >= front_) *late = true;
+  if (e.state == State::kFetched) {
+    auto h = held_.find(i);
+    if (h != held_.end()) {
+      for (const ChunkKey& k : h->second.pins) *late |= fetcher_->pin_pending(k);
+    }
+  }
+  e.state = State::kRead;
+  ++order_read_;
+  read_entries_.fetch_add(1, std::memory_order_relaxed);
+  // Near the front: the readers' head moves; far beyond it, a stray read only counts.
+  if (i < std::max(front_, head_) + 2 * lead_ && i + 1 > head_) {
+    head_ = i + 1;
+    *wake = true;
+  }
+}
+
+void OrderPrefetcher::grew_late_locked(bool late, bool* wake) {
+  if (!late) return;
+  late_reads_.fetch_add(1, std::memory_order_relaxed);
+  // The readers caught up with the fetches: a longer lead, at most once per half lead of
+  // reads, so one burst of late reads does not blow it up.
+  if (order_read_ >= lead_grown_at_ + lead_ / 2) {
+    lead_ = std::min<uint64_t>(lead_ * 2, options_.max_lead);
+    lead_grown_at_ = order_read_;
+  }
+  *wake = true;
+}
+
 void OrderPrefetcher::read_started(std::string_view key, uint64_t offset, uint64_t length) {
   if (!active_.load(std::memory_order_relaxed)) return;
   bool wake = false;
   {
     std::lock_guard lock(mu_);
     bool late = false;
-    for_touched_locked(key, offset, length, [&](uint32_t i, Entry& e) {
-      if (e.state == State::kRead) return;
-      if (e.state == State::kWaiting && i >= front_) late = true;
-      if (e.state == State::kFetched) {
-        auto h = held_.find(i);
-        if (h != held_.end()) {
-          for (const ChunkKey& k : h->second.pins) late |= fetcher_->pin_pending(k);
-        }
-      }
-      e.state = State::kRead;
-      ++order_read_;
-      read_entries_.fetch_add(1, std::memory_order_relaxed);
-      // Near the front: the readers' head moves; far beyond it, a stray read only counts.
-      if (i < std::max(front_, head_) + 2 * lead_ && i + 1 > head_) {
-        head_ = i + 1;
-        wake = true;
-      }
-    });
-    if (late) {
-      late_reads_.fetch_add(1, std::memory_order_relaxed);
-      // The readers caught up with the fetches: a longer lead, at most once per half lead
-      // of reads, so one burst of late reads does not blow it up.
-      if (order_read_ >= lead_grown_at_ + lead_ / 2) {
-        lead_ = std::min<uint64_t>(lead_ * 2, options_.max_lead);
-        lead_grown_at_ = order_read_;
-      }
-      wake = true;
-    }
+    for_touched_locked(key, offset, length,
+                       [&](uint32_t i, Entry& e) { mark_read_locked(i, e, &late, &wake); });
+    grew_late_locked(late, &wake);
   }
   if (wake) cv_.notify_all();
 }
@@ -144,6 +150,36 @@ void OrderPrefetcher::read_finished(std::string_view key, uint64_t offset, uint6
     std::lock_guard lock(mu_);
     for_touched_locked(key, offset, length, [&](uint32_t i, Entry& e) {
       if (e.state == State::kRead && held_.count(i) != 0) {
+        read_held_.push_back(i);
+        wake = true;
+      }
+    });
+  }
+  if (wake) cv_.notify_all();
+}
+
+void OrderPrefetcher::file_opened(std::string_view key) {
+  if (!active_.load(std::memory_order_relaxed)) return;
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    bool late = false;
+    for_touched_locked(key, 0, kWholeFile, [&](uint32_t i, Entry& e) {
+      if (e.offset == 0 && e.length == kWholeFile) mark_read_locked(i, e, &late, &wake);
+    });
+    grew_late_locked(late, &wake);
+  }
+  if (wake) cv_.notify_all();
+}
+
+void OrderPrefetcher::file_closed(std::string_view key) {
+  if (!active_.load(std::memory_order_relaxed)) return;
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    for_touched_locked(key, 0, kWholeFile, [&](uint32_t i, Entry& e) {
+      if (e.offset == 0 && e.length == kWholeFile && e.state == State::kRead &&
+          held_.count(i) != 0) {
         read_held_.push_back(i);
         wake = true;
       }
@@ -260,8 +296,7 @@ void OrderPrefetcher::run() {
         { std::lock_guard l(sync->mu); }  // the worker is waiting, or will see the count
         sync->cv.notify_all();
       });
-      sync_->requests_inflight.fetch_sub(n - static_cast<int64_t>(runs),
-                                         std::memory_order_relaxed);
+      sync_->requests_inflight.fetch_sub(n - static_cast<int64_t>(runs), std::memory_order_relaxed);
     }
     unresolved_entries_.fetch_add(unresolved, std::memory_order_relaxed);
     std::vector<ChunkKey> late_drop;

@@ -11,8 +11,8 @@
 // requests are in flight at once, so reads that miss (an entry read out of order) still find
 // fetch threads free.
 //
-// Readers are followed through their reads (read_started() and read_finished(), called by the
-// core around every read):
+// Readers are followed through their opens and reads (the core calls file_opened() and
+// file_closed(), read_started() and read_finished() around every read):
 // the entries a read touches are marked read, and the readers' head is one past the highest
 // entry read near the front (a read far beyond what has been fetched is only marked, so a
 // stray read does not make the order skip ahead). The worker keeps `lead` entries fetched
@@ -78,17 +78,17 @@ struct OrderOptions {
 };
 
 struct OrderCounters {
-  uint64_t orders = 0;             // orders published since start
-  uint64_t order_entries = 0;      // entries of the current order
-  uint64_t order_read = 0;         // entries of the current order read so far
-  uint64_t order_fetched = 0;      // entries of the current order prefetched so far
-  uint64_t head = 0;               // the readers' position in the current order
-  uint64_t lead = 0;               // current lead, in entries
-  uint64_t requests_inflight = 0;  // order fetches in flight now
-  uint64_t read_entries = 0;       // entries read, all orders (each counted once)
-  uint64_t fetched_entries = 0;    // entries prefetched, all orders
-  uint64_t wasted_entries = 0;     // prefetched and let go of unread, all orders
-  uint64_t late_reads = 0;         // reads that found their entry not fetched yet
+  uint64_t orders = 0;              // orders published since start
+  uint64_t order_entries = 0;       // entries of the current order
+  uint64_t order_read = 0;          // entries of the current order read so far
+  uint64_t order_fetched = 0;       // entries of the current order prefetched so far
+  uint64_t head = 0;                // the readers' position in the current order
+  uint64_t lead = 0;                // current lead, in entries
+  uint64_t requests_inflight = 0;   // order fetches in flight now
+  uint64_t read_entries = 0;        // entries read, all orders (each counted once)
+  uint64_t fetched_entries = 0;     // entries prefetched, all orders
+  uint64_t wasted_entries = 0;      // prefetched and let go of unread, all orders
+  uint64_t late_reads = 0;          // reads that found their entry not fetched yet
   uint64_t unresolved_entries = 0;  // entries whose path could not be resolved
 };
 
@@ -110,6 +110,10 @@ class OrderPrefetcher {
   // their pins; not before, so the reader finds its chunks held.
   void read_started(std::string_view key, uint64_t offset, uint64_t length);
   void read_finished(std::string_view key, uint64_t offset, uint64_t length);
+  // The object key was opened, and closed: whole-file entries count as read at their open
+  // (reads the kernel's page cache answers never reach warmfs) and let go of at their close.
+  void file_opened(std::string_view key);
+  void file_closed(std::string_view key);
   OrderCounters counters() const;
 
  private:
@@ -147,6 +151,10 @@ class OrderPrefetcher {
   // Calls f(index, entry) for the entries of key that [offset, offset + length) touches.
   template <typename F>
   void for_touched_locked(std::string_view key, uint64_t offset, uint64_t length, F f);
+  // Marks entry i read; *late when it was not fetched yet, *wake when the worker has work.
+  void mark_read_locked(uint32_t i, Entry& e, bool* late, bool* wake);
+  // After marking: the lead grows if a read was late.
+  void grew_late_locked(bool late, bool* wake);
   std::string_view key_of_locked(const Entry& e) const {
     return std::string_view(keys_).substr(e.key_at, e.key_len);
   }
@@ -171,15 +179,15 @@ class OrderPrefetcher {
   std::string keys_;         // the current order's keys, back to back
   std::vector<Entry> entries_;
   std::unordered_map<std::string_view, uint32_t> first_by_key_;  // views into keys_
-  std::map<uint32_t, Held> held_;  // fetched, not let go of, by entry
+  std::map<uint32_t, Held> held_;                                // fetched, not let go of, by entry
   std::vector<uint32_t> read_held_;  // entries in held_ read since the worker last looked
-  uint64_t head_ = 0;   // one past the highest entry read near the front
-  uint64_t front_ = 0;  // entries before it have been considered for fetching
+  uint64_t head_ = 0;                // one past the highest entry read near the front
+  uint64_t front_ = 0;               // entries before it have been considered for fetching
   uint64_t lead_ = 0;
   uint64_t lead_grown_at_ = 0;  // order_read_ when the lead last grew
   uint64_t order_read_ = 0;
   uint64_t order_fetched_ = 0;
-  bool budget_blocked_ = false;  // the last attempt found the budget spent
+  bool budget_blocked_ = false;      // the last attempt found the budget spent
   std::atomic<bool> active_{false};  // an order with entries is published
   std::atomic<uint64_t> read_entries_{0};
   std::atomic<uint64_t> fetched_entries_{0};

@@ -211,8 +211,7 @@ TEST_CASE("closing the order file publishes it; a bad one fails the close", "[or
   CHECK(f.fs->order_counters().order_entries == 1);
 }
 
-TEST_CASE("an order published through the core is prefetched and followed by reads",
-          "[order]") {
+TEST_CASE("an order published through the core is prefetched and followed by reads", "[order]") {
   for (std::string prefix : {"", "pre/"}) {
     DYNAMIC_SECTION("prefix " << prefix) {
       Fixture f(prefix);
@@ -244,8 +243,7 @@ TEST_CASE("an order published through the core is prefetched and followed by rea
   }
 }
 
-TEST_CASE("epochs: one per order, read through at its last read; intervals otherwise",
-          "[order]") {
+TEST_CASE("epochs: one per order, read through at its last read; intervals otherwise", "[order]") {
   Fixture f("", 10s);
   std::vector<std::string> names;
   for (int i = 0; i < 40; ++i) {

@@ -69,8 +69,8 @@ struct Setup {
         oo);
   }
 
-  // Reads [offset, offset + length) of name the way the core does (read_started, the read, read_finished)
-  // and checks the bytes.
+  // Reads [offset, offset + length) of name the way the core does (read_started, the read,
+  // read_finished) and checks the bytes.
   void read(const std::string& name, uint64_t offset = 0, uint64_t length = kWholeFile) {
     const std::vector<std::byte>& src = data.at(name);
     length = std::min<uint64_t>(length, src.size() - offset);
@@ -154,8 +154,7 @@ TEST_CASE("order prefetch fetches entries in the published order, a lead ahead",
   for (const auto& [k, n] : per_key) CHECK(n == 1);
 }
 
-TEST_CASE("order prefetch: readers in parallel read every entry once from the bucket",
-          "[order]") {
+TEST_CASE("order prefetch: readers in parallel read every entry once from the bucket", "[order]") {
   OrderOptions oo;
   oo.max_requests = 6;
   oo.initial_lead = 8;
@@ -214,8 +213,7 @@ TEST_CASE("order prefetch: a new order replaces the old one", "[order]") {
   CHECK(c.order_read == b.size());
 }
 
-TEST_CASE("order prefetch stays within the read-ahead budget and keeps what is ahead",
-          "[order]") {
+TEST_CASE("order prefetch stays within the read-ahead budget and keeps what is ahead", "[order]") {
   OrderOptions oo;
   oo.max_requests = 4;
   oo.initial_lead = 1000;  // the budget is the bound
@@ -300,4 +298,36 @@ TEST_CASE("order prefetch skips entries that do not resolve", "[order]") {
   }
   REQUIRE(eventually([&] { return s.order->counters().unresolved_entries == 1; }));
   CHECK(s.store.call_count(Op::kGetRange) == 10);
+}
+
+TEST_CASE("order prefetch: opens count as reads of whole files, not of ranges", "[order]") {
+  OrderOptions oo;
+  oo.max_requests = 4;
+  oo.initial_lead = 10;
+  oo.behind = 1000;
+  Setup s(100, 3000, oo);
+  const auto order = s.shuffled(8);
+  s.order->publish(order);
+  // Readers whose reads the kernel's page cache answers: warmfs sees only open and close.
+  for (const auto& e : order) {
+    REQUIRE(eventually([&] {
+      const OrderCounters c = s.order->counters();
+      return c.order_fetched + c.order_read > c.head;  // the prefetcher keeps ahead
+    }));
+    s.order->file_opened(e.path);
+    s.order->file_closed(e.path);
+  }
+  OrderCounters c = s.order->counters();
+  CHECK(c.order_read == order.size());
+  CHECK(c.head == order.size());
+  CHECK(c.wasted_entries == 0);
+  // Read entries are let go of at their close, not held until far behind.
+  REQUIRE(eventually([&] { return s.path->counters().inflight_bytes == 0; }));
+  // Ranges of an object are not read by opening it.
+  const std::string name = s.names[0];
+  s.order->publish({OrderEntry{name, 0, 100}, OrderEntry{name, 200, 100}});
+  s.order->file_opened(name);
+  CHECK(s.order->counters().order_read == 0);
+  s.order->read_started(name, 150, 100);
+  CHECK(s.order->counters().order_read == 1);
 }
