@@ -202,17 +202,15 @@ size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<voi
       run.push_back(std::move(pending[i]));
     }
     auto task = std::make_shared<std::vector<PendingFetch>>(std::move(run));
-    auto work = [this, task, on_run_done] {
-      run_fetches(*task);
-      if (on_run_done) on_run_done();
-    };
+    auto work = [this, task, on_run_done] { run_fetches(*task, on_run_done); };
     ++runs;
     if (!pool_.submit(work)) work();  // shut down
   }
   return runs;
 }
 
-void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
+void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run,
+                               const std::function<void()>& on_done) {
   std::vector<ChunkPtr> chunks(run.size());
   std::vector<Status> status(run.size());
   std::vector<bool> fetched(run.size(), false);  // came from the bucket: to be cached
@@ -270,6 +268,7 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!completed[i]) run[i].fetch->complete(chunks[i], status[i]);
   }
+  if (on_done) on_done();  // the request is over for its readers
   // Only now the slower tiers, whose put may wait for room in a write queue.
   if (cacheable && &fast_cache_ != &cache_) {
     uint64_t handoff = 0;

@@ -101,7 +101,8 @@ class ChunkFetcher {
                    std::vector<PendingFetch>* defer = nullptr);
   // Starts deferred fetches: consecutive chunks of one version share one range GET of up to
   // max_request_bytes. Returns how many runs (requests at most) it started; on_run_done, when
-  // given, is called once per run after its chunks are complete (on a fetch thread).
+  // given, is called once per run once its chunks are complete, before the slower tiers take
+  // them (on a fetch thread).
   size_t submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done = {});
   // Holds chunk key (of `length` bytes) for a reader to come: fetched as a prefetch (its
   // fetch appended to defer, for submit()) unless cached or in flight, and answered by
@@ -154,9 +155,10 @@ class ChunkFetcher {
     return h > options_.handoff_allowance_bytes ? h - options_.handoff_allowance_bytes : 0;
   }
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
-  // Fetches a run of consecutive chunks of one version with one request and completes each.
-  // Chunks found in the slower tiers cost no request; the rest come from the bucket.
-  void run_fetches(const std::vector<PendingFetch>& run);
+  // Fetches a run of consecutive chunks of one version with one request and completes each,
+  // then calls on_done (if any) before handing the chunks to the slower tiers. Chunks found in
+  // the slower tiers cost no request; the rest come from the bucket.
+  void run_fetches(const std::vector<PendingFetch>& run, const std::function<void()>& on_done);
   // One range GET for run[from, to), filling chunks or status (run_fetches() caches them).
   // Chunks whose bytes have all landed while the request goes on are made at once and passed
   // to early(i) (which completes them), all but the last.

@@ -277,26 +277,28 @@ void OrderPrefetcher::run() {
       std::vector<ChunkKey> pins;
     };
     std::vector<Done> done;
-    std::vector<PendingFetch> pending;
     bool no_budget = false;
     uint64_t unresolved = 0;
     for (const Pick& p : picks) {
       bool skipped = false;
+      std::vector<PendingFetch> pending;
       std::vector<ChunkKey> pins = fetch_entry(p, pending, &no_budget, &skipped);
       if (skipped) ++unresolved;
       if (!pins.empty() || !no_budget) done.push_back(Done{p.index, std::move(pins)});
+      // Each entry's requests start at once, not after the whole batch is resolved.
+      if (!pending.empty()) {
+        // Counted before they start, so a quick completion does not go below zero.
+        const auto n = static_cast<int64_t>(pending.size());
+        sync_->requests_inflight.fetch_add(n, std::memory_order_relaxed);
+        const size_t runs = fetcher_->submit(std::move(pending), [sync = sync_] {
+          sync->requests_inflight.fetch_sub(1, std::memory_order_relaxed);
+          { std::lock_guard l(sync->mu); }  // the worker is waiting, or will see the count
+          sync->cv.notify_all();
+        });
+        sync_->requests_inflight.fetch_sub(n - static_cast<int64_t>(runs),
+                                           std::memory_order_relaxed);
+      }
       if (no_budget) break;
-    }
-    if (!pending.empty()) {
-      // Counted before they start, so a quick completion does not go below zero.
-      const auto n = static_cast<int64_t>(pending.size());
-      sync_->requests_inflight.fetch_add(n, std::memory_order_relaxed);
-      const size_t runs = fetcher_->submit(std::move(pending), [sync = sync_] {
-        sync->requests_inflight.fetch_sub(1, std::memory_order_relaxed);
-        { std::lock_guard l(sync->mu); }  // the worker is waiting, or will see the count
-        sync->cv.notify_all();
-      });
-      sync_->requests_inflight.fetch_sub(n - static_cast<int64_t>(runs), std::memory_order_relaxed);
     }
     unresolved_entries_.fetch_add(unresolved, std::memory_order_relaxed);
     std::vector<ChunkKey> late_drop;

@@ -67,8 +67,9 @@ using OrderResolver = std::function<Result<ObjectVersion>(const std::string& pat
 
 struct OrderOptions {
   // Order fetches in flight at once: most of the 64 fetch threads (a bucket serves small
-  // objects at a rate that grows with requests in flight), leaving some to demand reads.
-  uint32_t max_requests = 48;
+  // objects at a rate that grows with requests in flight), leaving 8 to reads that miss (a
+  // loader's eight workers each waiting on one).
+  uint32_t max_requests = 56;
   // Entries kept fetched ahead of the readers at first; enough to keep max_requests busy.
   uint32_t initial_lead = 128;
   // Largest lead, in entries (the budget usually bounds it first).

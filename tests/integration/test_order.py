@@ -3,7 +3,8 @@ shuffled order through MNT/.warmfs/order and returns; the daemon fetches ahead i
 (seen in its stats before anyone reads); readers in several threads then read the files in the
 order, byte-exact, and the bucket served each file once (GETs counted through the stats). The
 order's epoch carries its numbers (`warmfs stats --epochs`). A new order replaces the old one;
-a bad order is one clear error; a read-only mount says why it cannot take one.
+a bad order is one clear error; a read-only mount says why it cannot take one. The order's
+counters and the epochs' numbers reach Prometheus (--metrics-listen), passing promtool.
 
 On s3rver (fast small GETs), with the bytes checked against what boto3 put.
 """
@@ -17,6 +18,7 @@ import unittest
 
 import harness
 from harness import KiB
+from prometheus import require_promtool, scrape
 
 S3RVER: harness.S3rver
 
@@ -150,6 +152,29 @@ class Order(harness.WarmfsTestCase):
         with self.subTest(what="the control directory is not listed"):
             self.assertNotIn(".warmfs", [p.name for p in m.path.iterdir()])
             self.assertTrue((m.path / ".warmfs" / "order").exists())
+
+    def test_metrics(self):
+        require_promtool()
+        port = harness.free_port()
+        m = self.mount(S3RVER, "s3://order", args=["--metrics-listen", f"127.0.0.1:{port}"])
+        names = sorted(k for k in self.objects if k.startswith("ds2/"))
+        run = self.publish(m, self.write_order(m, names))
+        self.assertEqual(run.rc, 0, run.describe())
+        for n in names:
+            (m.path / n).read_bytes()
+        s = m.stats()
+        sc = scrape(self, port)
+        self.assertEqual(sc.get("warmfs_orders_published_total"), 1)
+        self.assertEqual(sc.get("warmfs_order_entries_total", state="read"), len(names))
+        self.assertEqual(sc.get("warmfs_order_entries_total", state="prefetched"),
+                         s["order"]["fetched_entries"])
+        # The running epoch is the order's (the one before it, the mount's first interval).
+        order_epoch = [e for e in s["epochs"] if e["kind"] == "order"][0]
+        self.assertEqual(sc.get("warmfs_epoch_number", epoch="running"), order_epoch["epoch"])
+        self.assertEqual(sc.get("warmfs_epoch_bucket_bytes", epoch="running"), len(names) * SIZE)
+        self.assertEqual(sc.get("warmfs_epoch_number", epoch="last"), order_epoch["epoch"] - 1)
+        self.assertGreater(sc.get("warmfs_epoch_samples_per_second", epoch="running"), 0)
+        self.assertGreaterEqual(sc.get("warmfs_epoch_hit_ratio", epoch="running", tier="local"), 0)
 
     def test_read_only_mount_says_why(self):
         m = self.mount(S3RVER, "s3://order", args=["--read-only"])
