@@ -59,9 +59,14 @@ class EpochLog {
 
   // An order was published: the running epoch ends, the order's begins.
   void order_published(uint64_t order, uint64_t entries, const EpochCounters& now);
-  // A read happened at at_sec (cheap: called for every read). An order epoch read through
-  // ends at its last read.
-  void note_read(double at_sec) { last_read_sec_.store(at_sec, std::memory_order_relaxed); }
+  // A read or an open happened at at_sec (cheap: called for every one). An order epoch read
+  // through ends at its last read (or open: reads the page cache answers never come).
+  void note_read(double at_sec) {
+    double seen = last_read_sec_.load(std::memory_order_relaxed);
+    while (seen < at_sec &&
+           !last_read_sec_.compare_exchange_weak(seen, at_sec, std::memory_order_relaxed)) {
+    }
+  }
   // True when update() has something to do: an interval epoch has run its time, or a check
   // of the order epoch is due.
   bool due(double at_sec) const {

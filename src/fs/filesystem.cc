@@ -113,6 +113,7 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
   if (!staged && !writable && n.size <= kWarmFileMaxBytes) warm_following(ino);
   ObjectVersion v{key, n.etag, n.size};
   order_->file_opened(key);
+  epochs_.note_read(std::chrono::duration<double>(clock_.now() - started_).count());
   auto reader = read_path_.open(v);
   auto handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
   if (writable || staged) {

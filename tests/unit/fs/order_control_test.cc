@@ -294,3 +294,30 @@ TEST_CASE("epochs: one per order, read through at its last read; intervals other
   CHECK(j["epochs"][2]["bucket_gets"] == 10);
   CHECK(j["epochs"][0]["stall_seconds"].get<double>() == Approx(0.05));
 }
+
+TEST_CASE("epochs: an order read through the page cache (opens only) ends at its last open",
+          "[order]") {
+  Fixture f;
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back("d/f" + std::to_string(i));
+    f.bucket.put_object(names.back(), std::string(100, 'y'));
+  }
+  std::string text = "warmfs-order 1\n";
+  for (const auto& n : names) text += n + "\n";
+  REQUIRE(f.publish(text).is_ok());
+  for (const auto& n : names) {
+    f.clock.advance(1s);
+    auto h = f.fs->open(f.lookup(n), O_RDONLY);  // the kernel answers the reads itself
+    REQUIRE(h.is_ok());
+    f.fs->release(std::move(h->handle));
+  }
+  f.clock.advance(3s);
+  f.read_file(names[0]);
+  std::vector<Epoch> e = f.fs->epochs();
+  REQUIRE(e.size() == 3);
+  CHECK(e[1].order == 1);
+  CHECK(!e[1].running);
+  CHECK(e[1].samples() == 4);
+  CHECK(e[1].seconds() == Approx(4.0));
+}
