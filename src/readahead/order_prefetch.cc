@@ -32,23 +32,25 @@ OrderPrefetcher::~OrderPrefetcher() {
 }
 
 uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
-  // Built outside the lock: a large order takes a while.
-  std::string keys;
+  // Built outside the lock: a large order takes a while. The keys live in one string on the
+  // heap, which the index's views point into; it moves to keys_ by pointer.
+  auto keys = std::make_shared<std::string>();
   std::vector<Entry> entries(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
-    entries[i].key_at = keys.size();
+    entries[i].key_at = keys->size();
     entries[i].key_len = static_cast<uint32_t>(key_prefix_.size() + order[i].path.size());
     entries[i].offset = order[i].offset;
     entries[i].length = order[i].length;
-    keys += key_prefix_;
-    keys += order[i].path;
+    *keys += key_prefix_;
+    *keys += order[i].path;
   }
   std::unordered_map<std::string_view, uint32_t> first;
   first.reserve(entries.size());
   std::unordered_map<std::string_view, uint32_t> last;  // while linking
   last.reserve(entries.size());
   for (uint32_t i = 0; i < entries.size(); ++i) {
-    const std::string_view k = std::string_view(keys).substr(entries[i].key_at, entries[i].key_len);
+    const std::string_view k =
+        std::string_view(*keys).substr(entries[i].key_at, entries[i].key_len);
     auto [it, inserted] = last.try_emplace(k, i);
     if (inserted) {
       first.emplace(k, i);
@@ -66,7 +68,6 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
       drop.insert(drop.end(), held.pins.begin(), held.pins.end());
     }
     held_.clear();
-    // The string's buffer moves with it, so the views in `first` stay valid.
     keys_ = std::move(keys);
     entries_ = std::move(entries);
     first_by_key_ = std::move(first);

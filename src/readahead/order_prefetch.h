@@ -157,7 +157,7 @@ class OrderPrefetcher {
   // After marking: the lead grows if a read was late.
   void grew_late_locked(bool late, bool* wake);
   std::string_view key_of_locked(const Entry& e) const {
-    return std::string_view(keys_).substr(e.key_at, e.key_len);
+    return std::string_view(*keys_).substr(e.key_at, e.key_len);
   }
 
   const std::shared_ptr<ChunkFetcher> fetcher_;
@@ -177,7 +177,8 @@ class OrderPrefetcher {
   std::condition_variable& cv_ = sync_->cv;
   bool stop_ = false;
   uint64_t generation_ = 0;  // orders published
-  std::string keys_;         // the current order's keys, back to back
+  // The current order's keys, back to back (first_by_key_ holds views into it).
+  std::shared_ptr<const std::string> keys_ = std::make_shared<std::string>();
   std::vector<Entry> entries_;
   std::unordered_map<std::string_view, uint32_t> first_by_key_;  // views into keys_
   std::map<uint32_t, Held> held_;                                // fetched, not let go of, by entry

@@ -331,3 +331,13 @@ TEST_CASE("order prefetch: opens count as reads of whole files, not of ranges", 
   s.order->read_started(name, 150, 100);
   CHECK(s.order->counters().order_read == 1);
 }
+
+TEST_CASE("order prefetch: a one-entry order of a short key", "[order]") {
+  // Its keys fit in a string's own buffer (no heap): the index must still point at them.
+  Setup s(3, 3000, OrderOptions{});
+  s.order->publish({OrderEntry{s.names[1]}});
+  REQUIRE(eventually([&] { return s.order->counters().order_fetched == 1; }));
+  s.read(s.names[1]);
+  CHECK(s.order->counters().order_read == 1);
+  CHECK(s.store.call_count(Op::kGetRange) == 1);
+}
