@@ -27,6 +27,7 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("shuffle", "cold"), ("shuffle-order", "cold"),
         ("ls", "cold"), ("ls", "warm"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
+        ("records", "cold"), ("records-order", "cold"),
         ("ckpt", "cold")]
 WORKLOAD_TITLES = {
     "seq": "sequential read, one object, 1 MiB reads (MB/s)",
@@ -37,6 +38,8 @@ WORKLOAD_TITLES = {
     "shuffle-order": "the same epoch, its order published to the mount first (files/s)",
     "ls": "`ls -lR` of the small-file tree (s; warmfs requests)",
     "tar": "tar shards iterated sample by sample (samples/s)",
+    "records": "100 KiB records in the tar shards, one shuffled epoch, map-style, 8 threads (records/s)",
+    "records-order": "the same records, the order (as ranges) published first (records/s)",
     "ckpt": "checkpoint written, fsync (s to fsync return)",
 }
 PHASE_TITLES = {"cold": "cold", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped"}
@@ -175,6 +178,12 @@ def targets(table, metas) -> list[tuple[str, str, str]]:
         f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
     x = r(wf("shuffle-order", "cold"), wf("shuffle", "cold"))
     add("shuffled epoch cold, order published >= 2x warmfs without it",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
+    x = r(wf("records-order", "cold"), value(table, "records", "cold", "origin"))
+    add("shuffled records cold, order published >= 0.8x origin limit (64 in flight)",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
+    x = r(wf("records-order", "cold"), wf("records", "cold"))
+    add("shuffled records cold, order published >= 2x warmfs without it",
         f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
     rec = table.get(("ls", "cold", "warmfs"))
     if rec and rec["status"] == "ok" and rec.get("warmfs_requests"):
@@ -360,6 +369,10 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   order to the mount (`python/warmfs`'s `publish_order`, timed with the epoch; warmfs only). The
   origin limit is the same GETs in the same order with `curl -Z --parallel-max 64`, as many in
   flight as warmfs's fetch threads (with 8: `files_per_s_at_8`).
+- records: the shards' 100 KiB `.bin` records (offsets from their tar headers), shuffled, read
+  map-style (open, `pread` of the record, close) by 8 threads each taking the next.
+  records-order: the same after publishing the order as (shard, offset, length) ranges
+  (warmfs only). The origin limit is a range GET per record, same order, 64 in flight.
 - ls: `ls -lR` of `small/`; warmfs's LIST/HEAD/GET counts come from `warmfs stats --json`
   (L/H/G in the cell). The origin limit is a LIST-with-delimiter walk of the same tree.
 - tar: Python's `tarfile` in stream mode over each shard in order, every member read, samples
