@@ -44,20 +44,23 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
     *keys += key_prefix_;
     *keys += order[i].path;
   }
-  std::unordered_map<std::string_view, uint32_t> first;
-  first.reserve(entries.size());
-  std::unordered_map<std::string_view, uint32_t> last;  // while linking
-  last.reserve(entries.size());
-  for (uint32_t i = 0; i < entries.size(); ++i) {
-    const std::string_view k =
-        std::string_view(*keys).substr(entries[i].key_at, entries[i].key_len);
-    auto [it, inserted] = last.try_emplace(k, i);
-    if (inserted) {
-      first.emplace(k, i);
-    } else {
-      entries[it->second].next_same_key = i;
-      it->second = i;
-    }
+  // The entries of each object, by offset: a read finds the few it touches by a binary search
+  // (a shard may hold thousands of records).
+  auto key_of = [&](uint32_t i) {
+    return std::string_view(*keys).substr(entries[i].key_at, entries[i].key_len);
+  };
+  std::vector<uint32_t> by_key(entries.size());
+  for (uint32_t i = 0; i < by_key.size(); ++i) by_key[i] = i;
+  std::sort(by_key.begin(), by_key.end(), [&](uint32_t a, uint32_t b) {
+    const int c = key_of(a).compare(key_of(b));
+    return c != 0 ? c < 0 : entries[a].offset < entries[b].offset;
+  });
+  std::unordered_map<std::string_view, KeyEntries> index;
+  for (uint32_t at = 0; at < by_key.size(); ++at) {
+    const Entry& e = entries[by_key[at]];
+    auto [it, inserted] = index.try_emplace(key_of(by_key[at]), KeyEntries{at, at, 0});
+    it->second.end = at + 1;
+    it->second.max_length = std::max(it->second.max_length, e.length);
   }
   std::vector<ChunkKey> drop;
   uint64_t generation;
@@ -70,7 +73,8 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
     held_.clear();
     keys_ = std::move(keys);
     entries_ = std::move(entries);
-    first_by_key_ = std::move(first);
+    by_key_ = std::move(by_key);
+    key_entries_ = std::move(index);
     read_held_.clear();
     head_ = 0;
     front_ = 0;
@@ -89,14 +93,19 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
 template <typename F>
 void OrderPrefetcher::for_touched_locked(std::string_view key, uint64_t offset, uint64_t length,
                                          F f) {
-  auto it = first_by_key_.find(key);
-  if (it == first_by_key_.end()) return;
+  auto it = key_entries_.find(key);
+  if (it == key_entries_.end()) return;
+  const KeyEntries& ke = it->second;
   const uint64_t end = length > kWholeFile - offset ? kWholeFile : offset + length;
-  for (uint32_t i = it->second; i != kNone; i = entries_[i].next_same_key) {
-    Entry& e = entries_[i];
+  // No entry starting before offset - max_length reaches offset.
+  const uint64_t from = offset > ke.max_length ? offset - ke.max_length : 0;
+  auto first = std::partition_point(by_key_.begin() + ke.begin, by_key_.begin() + ke.end,
+                                    [&](uint32_t i) { return entries_[i].offset < from; });
+  for (auto p = first; p != by_key_.begin() + ke.end && entries_[*p].offset < end; ++p) {
+    Entry& e = entries_[*p];
     const uint64_t e_end = e.length > kWholeFile - e.offset ? kWholeFile : e.offset + e.length;
-    if (end <= e.offset || offset >= e_end) continue;  // another range of the object
-    f(i, e);
+    if (offset >= e_end) continue;  // ends before the read
+    f(*p, e);
   }
 }
 

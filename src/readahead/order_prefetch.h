@@ -122,12 +122,16 @@ class OrderPrefetcher {
   struct Entry {
     uint64_t key_at = 0;  // the object key is keys_[key_at, key_at + key_len)
     uint32_t key_len = 0;
-    uint32_t next_same_key = kNone;  // next entry of the same object, or kNone
     uint64_t offset = 0;
     uint64_t length = kWholeFile;
     State state = State::kWaiting;
   };
-  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  // An object's entries: by_key_[begin, end), sorted by offset; the longest one's length.
+  struct KeyEntries {
+    uint32_t begin = 0;
+    uint32_t end = 0;
+    uint64_t max_length = 0;
+  };
   // What an entry holds while fetched and not yet let go of.
   struct Held {
     std::vector<ChunkKey> pins;
@@ -177,11 +181,12 @@ class OrderPrefetcher {
   std::condition_variable& cv_ = sync_->cv;
   bool stop_ = false;
   uint64_t generation_ = 0;  // orders published
-  // The current order's keys, back to back (first_by_key_ holds views into it).
+  // The current order's keys, back to back (key_entries_ holds views into it).
   std::shared_ptr<const std::string> keys_ = std::make_shared<std::string>();
   std::vector<Entry> entries_;
-  std::unordered_map<std::string_view, uint32_t> first_by_key_;  // views into keys_
-  std::map<uint32_t, Held> held_;                                // fetched, not let go of, by entry
+  std::vector<uint32_t> by_key_;  // entry indices by key, then offset
+  std::unordered_map<std::string_view, KeyEntries> key_entries_;  // views into keys_
+  std::map<uint32_t, Held> held_;    // fetched, not let go of, by entry
   std::vector<uint32_t> read_held_;  // entries in held_ read since the worker last looked
   uint64_t head_ = 0;                // one past the highest entry read near the front
   uint64_t front_ = 0;               // entries before it have been considered for fetching
