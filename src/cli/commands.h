@@ -62,6 +62,11 @@ void print_credentials_line(const nlohmann::json& stats);
 // Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
 int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths,
                  unsigned threads);
+// Publishes an order file (paths relative to the mount, one per line, optionally with
+// OFFSET LENGTH; "-" reads stdin) through MOUNT/.warmfs/order, and returns (order_command.cc).
+int run_publish_order(const std::string& mountpoint, const std::string& order_file);
+// warmfs stats --epochs: the epochs' table, or their JSON array with json.
+int run_epochs(const std::string& mountpoint, bool json);
 
 // Opens (or creates) an SSD cache tier in dir, of size_bytes (0: 80% of the free space there),
 // keeping chunks ttl_sec after their last read (0: until space is needed). For mounts and

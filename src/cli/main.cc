@@ -156,6 +156,9 @@ int main(int argc, char** argv) {
   stats->add_flag("--insecure-no-token", stats_no_token,
                   "Ask a cache server that runs without a token");
   stats->add_option("--cache-server-ca", stats_ca, "CA bundle for an https cache server");
+  bool stats_epochs = false;
+  stats->add_flag("--epochs", stats_epochs,
+                  "Per epoch: samples/s, input stall, hit ratios, bytes from the bucket");
 
   warmfs::cli::ServeArgs sv;
   std::string serve_cache_size, serve_cache_ttl, serve_memory = "1G", serve_version_check = "60";
@@ -203,8 +206,10 @@ int main(int argc, char** argv) {
   auto* prefetch =
       app.add_subcommand("prefetch", "Warm files or directories of a mount into its caches");
   prefetch->add_option("mountpoint", prefetch_point)->required();
-  prefetch->add_option("paths", prefetch_paths, "Files or directories, relative to the mountpoint")
-      ->required();
+  prefetch->add_option("paths", prefetch_paths, "Files or directories, relative to the mountpoint");
+  std::string prefetch_order;
+  prefetch->add_option("--order", prefetch_order,
+                       "Publish FILE as the order to prefetch in (docs/loaders.md) and return");
   prefetch->add_option("-j,--threads", prefetch_threads, "Files read in parallel (default 8)")
       ->check(CLI::Range(1u, 256u));
 
@@ -227,6 +232,9 @@ int main(int argc, char** argv) {
       m.dir_mode =
           !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
       check_metrics_listen(m.metrics_listen);
+    }
+    if (prefetch->parsed() && prefetch_paths.empty() == prefetch_order.empty()) {
+      throw UsageError{"warmfs prefetch takes PATHS or --order FILE"};
     }
     if (stats->parsed() && stats_server.empty() == stats_point.empty()) {
       throw UsageError{"warmfs stats takes a MOUNTPOINT or --server URL"};
@@ -268,8 +276,11 @@ int main(int argc, char** argv) {
     return warmfs::cli::run_server_stats(stats_server, stats_token_file, stats_no_token, stats_ca,
                                          stats_json);
   }
+  if (stats->parsed() && stats_epochs) return warmfs::cli::run_epochs(stats_point, stats_json);
   if (stats->parsed()) return warmfs::cli::run_stats(stats_point, stats_json);
   if (serve->parsed()) return warmfs::cli::run_serve(sv);
+  if (prefetch->parsed() && !prefetch_order.empty())
+    return warmfs::cli::run_publish_order(prefetch_point, prefetch_order);
   if (prefetch->parsed())
     return warmfs::cli::run_prefetch(prefetch_point, prefetch_paths, prefetch_threads);
   return kExitUsage;

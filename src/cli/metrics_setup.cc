@@ -1,6 +1,7 @@
 #include "cli/metrics_setup.h"
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <utility>
 
 #include "common/process_stats.h"
@@ -84,6 +85,53 @@ void add_cache_families(MetricSink& out, const BlockCache& memory, const BlockCa
   }
 }
 
+// Order prefetch, and the four numbers of the last finished epoch and of the running one.
+void add_order_families(MetricSink& out, const Filesystem& fs) {
+  const OrderCounters c = fs.order_counters();
+  out.counter("warmfs_orders_published_total", "Orders loaders published (docs/loaders.md)")
+      .add(d(c.orders));
+  out.counter("warmfs_order_entries_total",
+              "Order entries: read by the readers, prefetched, or prefetched and never read")
+      .add(d(c.read_entries), {{"state", "read"}})
+      .add(d(c.fetched_entries), {{"state", "prefetched"}})
+      .add(d(c.wasted_entries), {{"state", "wasted"}});
+  out.counter("warmfs_order_late_reads_total",
+              "Reads that found their order entry not fetched yet (the readers caught up)")
+      .add(d(c.late_reads));
+  out.gauge("warmfs_order_lead_entries", "Entries the order prefetch keeps ahead of the readers")
+      .add(d(c.lead));
+  out.gauge("warmfs_order_requests_in_flight", "Order prefetch requests in flight")
+      .add(d(c.requests_inflight));
+  const std::vector<Epoch> epochs = fs.epochs();
+  const Epoch* running = !epochs.empty() && epochs.back().running ? &epochs.back() : nullptr;
+  const Epoch* last = nullptr;
+  for (const Epoch& e : epochs) {
+    if (!e.running) last = &e;
+  }
+  auto& number = out.gauge("warmfs_epoch_number", "Number of the epoch (1, 2, ... since mount)");
+  auto& rate = out.gauge("warmfs_epoch_samples_per_second",
+                         "Samples per second at the loader over the epoch (order entries read, "
+                         "or files opened without an order)");
+  auto& stall = out.gauge("warmfs_epoch_stall_seconds",
+                          "Seconds readers spent blocked in warmfs reads during the epoch");
+  auto& hits = out.gauge("warmfs_epoch_hit_ratio",
+                         "Chunk lookups a cache tier answered, of those "
+                         "asked of it, over the epoch (local: any tier)");
+  auto& pulled =
+      out.gauge("warmfs_epoch_bucket_bytes", "Bytes pulled from the bucket in the epoch");
+  for (const auto& [e, which] : {std::pair{last, "last"}, std::pair{running, "running"}}) {
+    if (e == nullptr) continue;
+    const nlohmann::json j = epoch_json(*e);
+    number.add(d(e->number), {{"epoch", which}});
+    rate.add(j["samples_per_second"].get<double>(), {{"epoch", which}});
+    stall.add(j["stall_seconds"].get<double>(), {{"epoch", which}});
+    for (const char* tier : {"memory", "disk", "local"}) {
+      hits.add(j["hit_ratio"][tier].get<double>(), {{"epoch", which}, {"tier", tier}});
+    }
+    pulled.add(d(e->end.bucket_bytes - e->start.bucket_bytes), {{"epoch", which}});
+  }
+}
+
 }  // namespace
 
 metrics::Collector process_collector() {
@@ -142,6 +190,7 @@ metrics::Collector mount_collector(MountMetricsSources s) {
         .add(d(rc.prefetch_wasted_chunks));
     add_cache_families(out, *s.memory, s.disk);
     add_bucket_families(out, {s.store});
+    add_order_families(out, *s.fs);
     const UploadCounters uc = s.uploader != nullptr ? s.uploader->counters() : UploadCounters{};
     out.gauge("warmfs_uploads_in_flight", "PutObjects and parts being sent right now")
         .add(d(uc.uploads_in_flight));

@@ -25,11 +25,17 @@ Filesystem::Filesystem(Metadata& meta, ReadPath& read_path, BlockCache& memory_c
       clock_(clock),
       options_(std::move(options)),
       started_(clock.now()),
-      uploader_(options_.read_only ? nullptr : uploader) {
+      uploader_(options_.read_only ? nullptr : uploader),
+      epochs_(options_.epoch_interval) {
   liveness_->fs = this;
+  order_ = read_path_.make_order_prefetcher(
+      options_.prefix, [this](const std::string& p) { return resolve_order_path(p); },
+      options_.order);
+  epochs_.update(epoch_counters(), 0);  // the first interval starts with the mount
 }
 
 Filesystem::~Filesystem() {
+  order_.reset();
   flush_all();
   std::lock_guard lock(liveness_->mu);
   liveness_->fs = nullptr;
@@ -50,6 +56,7 @@ Attr Filesystem::attr_from(const NodeAttr& n) const {
 }
 
 Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
+  if (auto c = control_lookup(parent, name)) return std::move(*c);
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));
   Attr a = attr_from(n);
   apply_staged(a);
@@ -57,6 +64,7 @@ Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
 }
 
 void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
+  if (is_control_ino(ino)) return;
   meta_.forget(ino, nlookup);
   if (meta_.getattr(ino).is_ok()) return;
   std::lock_guard lock(open_mu_);
@@ -64,15 +72,22 @@ void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
 }
 
 Result<Attr> Filesystem::getattr(uint64_t ino) {
+  if (is_control_ino(ino)) return control_attr(ino);
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
   Attr a = attr_from(n);
   apply_staged(a);
   return a;
 }
 
-Result<DirListingPtr> Filesystem::opendir(uint64_t ino) { return meta_.list(ino); }
+Result<DirListingPtr> Filesystem::opendir(uint64_t ino) {
+  if (ino == kControlDirIno) return control_listing();
+  if (ino == kOrderFileIno) return Status(Errc::kNotDirectory, "not a directory");
+  return meta_.list(ino);
+}
 
 Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
+  if (ino == kOrderFileIno) return open_control(flags);
+  if (ino == kControlDirIno) return Status(Errc::kIsDirectory, "is a directory");
   const bool writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
   if (writable) WARMFS_RETURN_IF_ERROR(check_writable());
   if (uploader_ != nullptr) sweep_staged();  // let go of staged copies kept past their time
@@ -86,6 +101,7 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
   }
   if (n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
+  epoch_tick();
   opens_.fetch_add(1, std::memory_order_relaxed);
   OpenResult r;
   {
@@ -96,6 +112,8 @@ Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {
   }
   if (!staged && !writable && n.size <= kWarmFileMaxBytes) warm_following(ino);
   ObjectVersion v{key, n.etag, n.size};
+  order_->file_opened(key);
+  epochs_.note_read(std::chrono::duration<double>(clock_.now() - started_).count());
   auto reader = read_path_.open(v);
   auto handle = std::make_unique<FileHandle>(ino, std::move(v), std::move(reader));
   if (writable || staged) {
@@ -156,9 +174,11 @@ Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<s
 
 Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint64_t length,
                                        std::vector<ChunkSlice>& out) {
+  if (handle.ino() == kOrderFileIno) return handle.reader().read_slices(offset, length, out);
   const auto start = clock_.now();
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   Result<size_t> r = size_t{0};
+  order_read_started(handle, offset, length);
   if (handle.staged() && handle.staged()->staged()) {
     // Being written (or just written) here: the staged copy has the bytes.
     out.clear();
@@ -175,6 +195,7 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now() - start);
   read_latency_us_.record(static_cast<uint64_t>(ns.count()) / 1000);
   read_wait_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
+  order_read_finished(handle, offset, length);
   if (!r.is_ok()) {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
     log::warn("read of {} at {} failed: {}", handle.version().key, offset, r.status().to_string());
@@ -290,6 +311,20 @@ std::string Filesystem::stats_json() const {
                   {"buffer_pool_bytes", buffer_pool_stats().pooled_bytes}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;
+  const OrderCounters oc = order_->counters();
+  j["order"] = {{"orders", oc.orders},
+                {"entries", oc.order_entries},
+                {"read", oc.order_read},
+                {"fetched", oc.order_fetched},
+                {"head", oc.head},
+                {"lead", oc.lead},
+                {"requests_inflight", oc.requests_inflight},
+                {"read_entries", oc.read_entries},
+                {"fetched_entries", oc.fetched_entries},
+                {"wasted_entries", oc.wasted_entries},
+                {"late_reads", oc.late_reads},
+                {"unresolved_entries", oc.unresolved_entries}};
+  j["epochs"] = epochs_.to_json(epoch_counters());
   for (const auto& part : options_.extra_stats) {
     if (!part) continue;
     auto extra = nlohmann::json::parse(part(), nullptr, false);

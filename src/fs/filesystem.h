@@ -17,6 +17,12 @@
 // Namespace changes (mkdir, unlink, rmdir, rename) are made in the bucket before they are
 // answered. docs/posix.md lists what is supported and how.
 //
+// Loaders announce the order of an epoch by writing it to the control file
+// MOUNT/.warmfs/order (fs/order_file.h; the core serves the hidden directory itself, lists it
+// nowhere and sends nothing of it to the bucket); the order prefetcher
+// (readahead/order_prefetch.h) then fetches ahead of the readers in that order, and the
+// epoch log (fs/epochs.h) keeps the four numbers of each epoch. control_file.cc.
+//
 // Statistics are exposed as JSON through the extended attribute "user.warmfs.stats" of the
 // mount's root, so `warmfs stats MOUNTPOINT` needs no socket or pid file.
 //
@@ -37,8 +43,10 @@
 #include "cache/block_cache.h"
 #include "common/clock.h"
 #include "common/histogram.h"
+#include "fs/epochs.h"
 #include "meta/metadata.h"
 #include "objstore/object_store.h"
+#include "readahead/order_prefetch.h"
 #include "readahead/read_path.h"
 #include "upload/staged_object.h"
 #include "warmfs/result.h"
@@ -47,6 +55,14 @@ namespace warmfs {
 
 inline constexpr const char* kStatsXattr = "user.warmfs.stats";
 inline constexpr const char* kPidXattr = "user.warmfs.pid";
+
+// The control directory at the mount's root and its order file (docs/loaders.md). Their inode
+// numbers are far above any the metadata hands out.
+inline constexpr std::string_view kControlDirName = ".warmfs";
+inline constexpr std::string_view kOrderFileName = "order";
+inline constexpr uint64_t kControlDirIno = (1ull << 62) | 1;
+inline constexpr uint64_t kOrderFileIno = (1ull << 62) | 2;
+inline bool is_control_ino(uint64_t ino) { return ino == kControlDirIno || ino == kOrderFileIno; }
 
 struct FsOptions {
   std::string bucket;
@@ -61,6 +77,10 @@ struct FsOptions {
   // later part's member replaces an earlier one of the same name). Must be cheap and thread
   // safe; a malformed answer is ignored.
   std::vector<std::function<std::string()>> extra_stats;
+  // Prefetch in the order loaders publish (readahead/order_prefetch.h).
+  OrderOptions order;
+  // Length of an epoch while no order is running (fs/epochs.h).
+  std::chrono::seconds epoch_interval{60};
 };
 
 // Read calls as the core answered them, for metrics (the same counters stats_json() shows).
@@ -83,6 +103,13 @@ struct Attr {
   uint32_t nlink = 1;
 };
 
+// What was written to a handle of the order file, taken when it is closed.
+struct ControlWrite {
+  std::mutex mu;  // protects the fields below
+  std::string bytes;
+  bool dirty = false;  // written since last taken
+};
+
 // One open file: the version it reads and its read-ahead state; for a file being written,
 // the inode's write state.
 class FileHandle {
@@ -95,9 +122,12 @@ class FileHandle {
   // The inode's write state when it has one (opened for writing, or while written).
   const std::shared_ptr<StagedObject>& staged() const { return staged_; }
   bool writable() const { return writable_; }
+  // A handle of the order file (.warmfs/order).
+  bool control() const { return control_ != nullptr; }
 
  private:
   friend class Filesystem;
+  std::shared_ptr<ControlWrite> control_;
   uint64_t ino_;
   ObjectVersion version_;
   std::unique_ptr<Reader> reader_;
@@ -148,7 +178,10 @@ class Filesystem {
   // A directory's entries at the moment of opendir; readdir pages through this snapshot.
   Result<DirListingPtr> opendir(uint64_t ino);
   // Inode of a directory's parent, for "..".
-  uint64_t parent_of(uint64_t ino) const { return meta_.parent_of(ino); }
+  uint64_t parent_of(uint64_t ino) const {
+    return is_control_ino(ino) ? (ino == kOrderFileIno ? kControlDirIno : kRootIno)
+                               : meta_.parent_of(ino);
+  }
 
   Result<OpenResult> open(uint64_t ino, int flags);
   // Reads into out; returns bytes read (short only at EOF).
@@ -190,7 +223,33 @@ class Filesystem {
   const Histogram& read_latency_us() const { return read_latency_us_; }
   Attr attr_from(const NodeAttr& n) const;
 
+  // ---- Orders and epochs (control_file.cc) -------------------------------------------------
+  // Makes `entries` the order to prefetch in (what closing the order file does); its number.
+  uint64_t publish_order(std::vector<OrderEntry> entries);
+  OrderCounters order_counters() const;
+  // The epochs kept, oldest first; the running one ends now.
+  std::vector<Epoch> epochs() const;
+
  private:
+  // The control directory: answers for its inodes, or nullopt for any other.
+  std::optional<Result<Attr>> control_lookup(uint64_t parent, std::string_view name);
+  Attr control_attr(uint64_t ino) const;
+  DirListingPtr control_listing() const;
+  Result<OpenResult> open_control(int flags);
+  Result<size_t> write_control(FileHandle& handle, uint64_t offset,
+                               std::span<const std::byte> data);
+  Status flush_control(FileHandle& handle);
+  // kNotPermitted for a namespace change of the control directory or in it.
+  Status refuse_control(uint64_t parent, std::string_view name) const;
+  // The version an order entry's path names (the resolver of order_).
+  Result<ObjectVersion> resolve_order_path(const std::string& path);
+  EpochCounters epoch_counters() const;
+  // Rolls the epochs when due (before an open or a read counts).
+  void epoch_tick();
+  // Around every read: the order learns what was read, the epochs roll when due.
+  void order_read_started(const FileHandle& handle, uint64_t offset, uint64_t length);
+  void order_read_finished(const FileHandle& handle, uint64_t offset, uint64_t length);
+
   Metadata& meta_;
   ReadPath& read_path_;
   BlockCache& memory_cache_;
@@ -261,6 +320,9 @@ class Filesystem {
   std::mutex open_mu_;  // protects last_open_etag_
   // ETag each inode had when last opened, to decide keep_cache.
   std::unordered_map<uint64_t, std::string> last_open_etag_;
+
+  EpochLog epochs_;
+  std::unique_ptr<OrderPrefetcher> order_;  // made and stopped by the constructor, destructor
 };
 
 }  // namespace warmfs

@@ -110,6 +110,7 @@ Status Filesystem::do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& o
 }
 
 Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, int flags) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   auto existing = meta_.peek(parent, name);
   if (existing.is_ok()) {
@@ -143,6 +144,7 @@ Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, 
 
 Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset,
                                  std::span<const std::byte> data) {
+  if (handle.control()) return write_control(handle, offset, data);
   if (!handle.writable() || !handle.staged())
     return Status(Errc::kInvalidArgument, "not open for writing");
   StagedObject& obj = *handle.staged();
@@ -151,6 +153,7 @@ Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset,
 }
 
 Status Filesystem::flush(FileHandle& handle) {
+  if (handle.control()) return flush_control(handle);
   if (!handle.staged()) return Status::ok();
   return do_flush(handle.ino(), handle.staged());
 }
@@ -158,6 +161,7 @@ Status Filesystem::flush(FileHandle& handle) {
 void Filesystem::release(std::unique_ptr<FileHandle> handle) {
   if (!handle) return;
   const uint64_t ino = handle->ino();
+  if (ino != kOrderFileIno) order_->file_closed(handle->version().key);
   if (handle->staged()) {
     auto obj = handle->staged();
     bool last = false;
@@ -184,6 +188,7 @@ void Filesystem::release(std::unique_ptr<FileHandle> handle) {
 }
 
 Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, FileHandle* handle) {
+  if (is_control_ino(ino)) return control_attr(ino);  // the order file is always empty
   WARMFS_RETURN_IF_ERROR(check_writable());
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
   if (request.size && n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
@@ -212,6 +217,7 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
 }
 
 Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   auto existing = meta_.peek(parent, name);
   if (existing.is_ok()) return Status(Errc::kExists, "file exists");
@@ -225,6 +231,7 @@ Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name) {
 }
 
 Status Filesystem::unlink(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.peek(parent, name));
   if (n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
@@ -241,6 +248,7 @@ Status Filesystem::unlink(uint64_t parent, std::string_view name) {
 }
 
 Status Filesystem::rmdir(uint64_t parent, std::string_view name) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.peek(parent, name));
   if (!n.is_dir) return Status(Errc::kNotDirectory, "not a directory");
@@ -290,6 +298,8 @@ Status Filesystem::rename_dir(const std::string& from_key, const std::string& to
 
 Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_parent,
                           std::string_view new_name, unsigned flags) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
+  WARMFS_RETURN_IF_ERROR(refuse_control(new_parent, new_name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   if ((flags & RENAME_EXCHANGE) != 0)
     return Status(Errc::kInvalidArgument, "RENAME_EXCHANGE is not supported");

@@ -80,7 +80,11 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
   }
   if (mode == Mode::kJoin) {
     std::lock_guard lock(inflight_mu_);
-    if (auto it = inflight_.find(key); it != inflight_.end()) ref.fetch = it->second;
+    if (auto it = inflight_.find(key); it != inflight_.end()) {
+      ref.fetch = it->second;
+    } else {
+      pinned_locked(key, ref);
+    }
     return ref;
   }
   const bool prefetch = mode == Mode::kPrefetch;
@@ -96,7 +100,13 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
       return ref;
     }
     // A fetch may have finished between the cache miss above and taking the lock.
-    if ((ref.chunk = cached())) {
+    if (pinned_locked(key, ref)) {
+      if (ref.fetch) {
+        if (prefetch) prefetched_.fetch_add(1, std::memory_order_relaxed);
+        return ref;
+      }
+      cache_hit_bytes_.fetch_add(length, std::memory_order_relaxed);
+    } else if ((ref.chunk = cached())) {
       cache_hit_bytes_.fetch_add(length, std::memory_order_relaxed);
     } else {
       ref.fetch = std::make_shared<FetchState>(prefetch);
@@ -117,7 +127,64 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
   return ref;
 }
 
-void ChunkFetcher::submit(std::vector<PendingFetch> pending) {
+bool ChunkFetcher::pinned_locked(const ChunkKey& key, ChunkRef& ref) const {
+  auto it = pinned_.find(key);
+  if (it == pinned_.end()) return false;
+  const Pin& p = it->second;
+  if (p.chunk) {
+    ref.chunk = p.chunk;
+  } else if (!p.fetch->done()) {
+    ref.fetch = p.fetch;
+  } else if (p.fetch->chunk()) {
+    ref.chunk = p.fetch->chunk();
+  } else {
+    return false;  // failed: a reader fetches afresh
+  }
+  return true;
+}
+
+bool ChunkFetcher::pin(const ChunkKey& key, uint64_t length, std::vector<PendingFetch>* defer) {
+  {
+    std::lock_guard lock(inflight_mu_);
+    if (auto it = pinned_.find(key); it != pinned_.end()) {
+      ++it->second.holders;
+      return true;
+    }
+  }
+  ChunkRef ref = acquire(key, length, Mode::kPrefetch, defer);
+  if (ref.empty()) return false;
+  std::lock_guard lock(inflight_mu_);
+  Pin& p = pinned_[key];
+  if (p.holders++ == 0) {
+    p.chunk = std::move(ref.chunk);
+    p.fetch = std::move(ref.fetch);
+    p.charged_bytes = ref.charged_bytes;
+  } else {
+    release(ref.charged_bytes);  // pinned meanwhile by another caller
+  }
+  return true;
+}
+
+void ChunkFetcher::unpin(const ChunkKey& key) {
+  uint64_t charged = 0;
+  {
+    std::lock_guard lock(inflight_mu_);
+    auto it = pinned_.find(key);
+    if (it == pinned_.end() || --it->second.holders > 0) return;
+    charged = it->second.charged_bytes;
+    pinned_.erase(it);
+  }
+  release(charged);
+}
+
+bool ChunkFetcher::pin_pending(const ChunkKey& key) {
+  std::lock_guard lock(inflight_mu_);
+  auto it = pinned_.find(key);
+  return it != pinned_.end() && !it->second.chunk && !it->second.fetch->done();
+}
+
+size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done) {
+  size_t runs = 0;
   size_t i = 0;
   while (i < pending.size()) {
     // A run: consecutive indices of one version, within max_request_bytes.
@@ -135,11 +202,15 @@ void ChunkFetcher::submit(std::vector<PendingFetch> pending) {
       run.push_back(std::move(pending[i]));
     }
     auto task = std::make_shared<std::vector<PendingFetch>>(std::move(run));
-    if (!pool_.submit([this, task] { run_fetches(*task); })) run_fetches(*task);  // shut down
+    auto work = [this, task, on_run_done] { run_fetches(*task, on_run_done); };
+    ++runs;
+    if (!pool_.submit(work)) work();  // shut down
   }
+  return runs;
 }
 
-void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
+void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run,
+                               const std::function<void()>& on_done) {
   std::vector<ChunkPtr> chunks(run.size());
   std::vector<Status> status(run.size());
   std::vector<bool> fetched(run.size(), false);  // came from the bucket: to be cached
@@ -197,6 +268,7 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run) {
   for (size_t i = 0; i < run.size(); ++i) {
     if (!completed[i]) run[i].fetch->complete(chunks[i], status[i]);
   }
+  if (on_done) on_done();  // the request is over for its readers
   // Only now the slower tiers, whose put may wait for room in a write queue.
   if (cacheable && &fast_cache_ != &cache_) {
     uint64_t handoff = 0;

@@ -11,6 +11,10 @@
 // It also keeps the global read-ahead budget: a prefetch is charged the chunk's bytes and is
 // not issued when the budget is spent; demand fetches are never refused.
 //
+// Pins (for OrderPrefetcher): a pinned chunk is held here, charged to the budget, until
+// unpinned, and acquire() answers with it even after the block cache has evicted it, so what
+// is fetched ahead of readers known to come is never lost to make room.
+//
 // Thread safe. Readers share ownership (shared_ptr) so they may be destroyed after the
 // ReadPath, but must not call acquire() after shutdown(). Lock order: inflight_mu_ before
 // the cache's locks and the pool's lock; a FetchState's lock is taken alone.
@@ -96,8 +100,19 @@ class ChunkFetcher {
   ChunkRef acquire(const ChunkKey& key, uint64_t length, Mode mode,
                    std::vector<PendingFetch>* defer = nullptr);
   // Starts deferred fetches: consecutive chunks of one version share one range GET of up to
-  // max_request_bytes.
-  void submit(std::vector<PendingFetch> pending);
+  // max_request_bytes. Returns how many runs (requests at most) it started; on_run_done, when
+  // given, is called once per run once its chunks are complete, before the slower tiers take
+  // them (on a fetch thread).
+  size_t submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done = {});
+  // Holds chunk key (of `length` bytes) for a reader to come: fetched as a prefetch (its
+  // fetch appended to defer, for submit()) unless cached or in flight, and answered by
+  // acquire() until unpin(). Pins of one key nest. False, and nothing pinned, when the
+  // read-ahead budget cannot cover it.
+  bool pin(const ChunkKey& key, uint64_t length, std::vector<PendingFetch>* defer);
+  // Drops one pin of key; the last one gives its budget back.
+  void unpin(const ChunkKey& key);
+  // True when key is pinned and its fetch has not finished.
+  bool pin_pending(const ChunkKey& key);
   // Returns budget taken by a prefetch.
   void release(uint64_t charged_bytes);
   // Read-ahead budget not taken right now (a hint: others may take it meanwhile).
@@ -140,9 +155,10 @@ class ChunkFetcher {
     return h > options_.handoff_allowance_bytes ? h - options_.handoff_allowance_bytes : 0;
   }
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
-  // Fetches a run of consecutive chunks of one version with one request and completes each.
-  // Chunks found in the slower tiers cost no request; the rest come from the bucket.
-  void run_fetches(const std::vector<PendingFetch>& run);
+  // Fetches a run of consecutive chunks of one version with one request and completes each,
+  // then calls on_done (if any) before handing the chunks to the slower tiers. Chunks found in
+  // the slower tiers cost no request; the rest come from the bucket.
+  void run_fetches(const std::vector<PendingFetch>& run, const std::function<void()>& on_done);
   // One range GET for run[from, to), filling chunks or status (run_fetches() caches them).
   // Chunks whose bytes have all landed while the request goes on are made at once and passed
   // to early(i) (which completes them), all but the last.
@@ -158,6 +174,15 @@ class ChunkFetcher {
 
   std::mutex inflight_mu_;  // protects inflight_
   std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
+  struct Pin {
+    ChunkPtr chunk;                     // at hand, or
+    std::shared_ptr<FetchState> fetch;  // its fetch (in flight, or done: chunk or status)
+    uint64_t charged_bytes = 0;
+    uint32_t holders = 0;
+  };
+  // The pinned chunk or fetch of key, if any and not failed. Under inflight_mu_.
+  bool pinned_locked(const ChunkKey& key, ChunkRef& ref) const;
+  std::unordered_map<ChunkKey, Pin, ChunkKeyHash> pinned_;  // under inflight_mu_
 
   std::atomic<bool> cancelled_{false};
   std::atomic<uint32_t> streams_{0};      // readers with a window open

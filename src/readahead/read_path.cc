@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "readahead/chunk_fetcher.h"
+#include "readahead/order_prefetch.h"
 #include "readahead/windowed_reader.h"
 
 namespace warmfs {
@@ -43,5 +44,12 @@ void ReadPath::warm(const ObjectVersion& version, uint64_t max_bytes) {
 ReadPathCounters ReadPath::counters() const { return impl_->fetcher->counters(); }
 
 const ReadaheadOptions& ReadPath::options() const { return impl_->fetcher->options(); }
+
+std::unique_ptr<OrderPrefetcher> ReadPath::make_order_prefetcher(
+    std::string key_prefix, std::function<Result<ObjectVersion>(const std::string&)> resolve,
+    const OrderOptions& options) {
+  return std::make_unique<OrderPrefetcher>(impl_->fetcher, std::move(key_prefix),
+                                           std::move(resolve), options);
+}
 
 }  // namespace warmfs

@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,9 @@
 #include "warmfs/result.h"
 
 namespace warmfs {
+
+class OrderPrefetcher;
+struct OrderOptions;
 
 struct ObjectVersion {
   std::string key;   // full key in the bucket
@@ -129,6 +133,12 @@ class ReadPath {
   void warm(const ObjectVersion& version, uint64_t max_bytes);
   ReadPathCounters counters() const;
   const ReadaheadOptions& options() const;
+  // A prefetcher that follows orders readers announce (order_prefetch.h), over this read
+  // path's fetcher and budget. resolve maps a path below the mount's root to its version;
+  // key_prefix + path is its key. It may outlive the ReadPath only if it is not used after.
+  std::unique_ptr<OrderPrefetcher> make_order_prefetcher(
+      std::string key_prefix, std::function<Result<ObjectVersion>(const std::string&)> resolve,
+      const OrderOptions& options);
 
   struct Impl;  // defined in read_path.cc and friends
 

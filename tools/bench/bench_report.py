@@ -24,16 +24,22 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("par4", "cold"), ("par4", "warm"), ("par4", "warm-dropped"),
         ("rand", "cold"), ("rand", "warm"), ("rand", "warm-dropped"),
         ("small", "cold"), ("small", "warm"), ("small", "warm-dropped"),
+        ("shuffle", "cold"), ("shuffle-order", "cold"),
         ("ls", "cold"), ("ls", "warm"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
+        ("records", "cold"), ("records-order", "cold"),
         ("ckpt", "cold")]
 WORKLOAD_TITLES = {
     "seq": "sequential read, one object, 1 MiB reads (MB/s)",
     "par4": "four objects read in parallel (MB/s, total)",
     "rand": "random 4 KiB reads, token file, fio 4 jobs (IOPS; p50/p99)",
     "small": "small files, all read by 8 threads (files/s)",
+    "shuffle": "small files, one shuffled epoch by 8 loader threads (files/s)",
+    "shuffle-order": "the same epoch, its order published to the mount first (files/s)",
     "ls": "`ls -lR` of the small-file tree (s; warmfs requests)",
     "tar": "tar shards iterated sample by sample (samples/s)",
+    "records": "100 KiB records in the tar shards, one shuffled epoch, map-style, 8 threads (records/s)",
+    "records-order": "the same records, the order (as ranges) published first (records/s)",
     "ckpt": "checkpoint written, fsync (s to fsync return)",
 }
 PHASE_TITLES = {"cold": "cold", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped"}
@@ -167,6 +173,18 @@ def targets(table, metas) -> list[tuple[str, str, str]]:
     add("small files cold >= 3x the faster peer", f"{x:.2f}x" if x else "-", None if x is None else x >= 3)
     x = r(wf("small", "warm"), value(table, "small", "warm", "local"))
     add("small files warm >= 0.5x local warm", f"{x:.2f}x" if x else "-", None if x is None else x >= 0.5)
+    x = r(wf("shuffle-order", "cold"), value(table, "shuffle", "cold", "origin"))
+    add("shuffled epoch cold, order published >= 0.8x origin limit (64 in flight)",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
+    x = r(wf("shuffle-order", "cold"), wf("shuffle", "cold"))
+    add("shuffled epoch cold, order published >= 2x warmfs without it",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
+    x = r(wf("records-order", "cold"), value(table, "records", "cold", "origin"))
+    add("shuffled records cold, order published >= 0.8x origin limit (64 in flight)",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
+    x = r(wf("records-order", "cold"), wf("records", "cold"))
+    add("shuffled records cold, order published >= 2x warmfs without it",
+        f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
     rec = table.get(("ls", "cold", "warmfs"))
     if rec and rec["status"] == "ok" and rec.get("warmfs_requests"):
         q = rec["warmfs_requests"]
@@ -291,8 +309,9 @@ def runs_section(metas, table=None) -> list[str]:
                    f"{', ' + str(m['bandwidth_mbps']) + ' Mbit/s cap' if m['bandwidth_mbps'] else ', no bandwidth cap'}; "
                    f"{v.get('warmfs')} (memory cache {m['warmfs_memory_cache_mib']} MiB"
                    f"{', extra args ' + ' '.join(m['warmfs_args']) if m['warmfs_args'] else ''}), "
-                   f"{v.get('s3fs')}, {v.get('rclone')}, {v.get('libfuse')}, {v.get('fio')}, "
-                   f"{v.get('aws')}; fio runtime {m['rand_seconds']:g} s per pass.")
+                   + ", ".join(str(v[k]) for k in ("s3fs", "rclone", "libfuse", "fio", "aws")
+                               if v.get(k))
+                   + f"; fio runtime {m['rand_seconds']:g} s per pass.")
     return out + [""]
 
 
@@ -345,6 +364,15 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   The origin limit lists, then GETs with `curl -Z --parallel-max 64`, as many GETs in flight
   as warmfs's fetch threads (one GET per file is latency bound; the figure with 8 in flight,
   the readers' own parallelism, is `files_per_s_at_8` in the JSON line).
+- shuffle: one shuffled epoch of the small files (a fixed permutation), read by 8 threads each
+  taking the next file, as a loader's workers do. shuffle-order: the same, after publishing the
+  order to the mount (`python/warmfs`'s `publish_order`, timed with the epoch; warmfs only). The
+  origin limit is the same GETs in the same order with `curl -Z --parallel-max 64`, as many in
+  flight as warmfs's fetch threads (with 8: `files_per_s_at_8`).
+- records: the shards' 100 KiB `.bin` records (offsets from their tar headers), shuffled, read
+  map-style (open, `pread` of the record, close) by 8 threads each taking the next.
+  records-order: the same after publishing the order as (shard, offset, length) ranges
+  (warmfs only). The origin limit is a range GET per record, same order, 64 in flight.
 - ls: `ls -lR` of `small/`; warmfs's LIST/HEAD/GET counts come from `warmfs stats --json`
   (L/H/G in the cell). The origin limit is a LIST-with-delimiter walk of the same tree.
 - tar: Python's `tarfile` in stream mode over each shard in order, every member read, samples

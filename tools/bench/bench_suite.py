@@ -21,10 +21,12 @@ import datetime
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import signal
 import subprocess
+import tarfile
 import sys
 import threading
 import time
@@ -39,7 +41,8 @@ from bench_systems import MOUNTED, Ceiling  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "bench_worker.py"
-WORKLOADS = ["seq", "par4", "rand", "small", "ls", "tar", "ckpt"]
+WORKLOADS = ["seq", "par4", "rand", "small", "shuffle", "shuffle-order", "ls", "tar", "records",
+             "records-order", "ckpt"]
 SYSTEMS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
 
 # Which phases each workload has, per kind of system. The ceiling applies to the reads of
@@ -49,13 +52,24 @@ PHASES = {
     "par4": ["cold", "warm", "warm-dropped"],
     "rand": ["cold", "warm", "warm-dropped"],
     "small": ["cold", "warm", "warm-dropped"],
+    # A loader's shuffled epoch of the small files, without and with its order published.
+    "shuffle": ["cold"],
+    "shuffle-order": ["cold"],
+    # Map-style access to the tar shards: the 100 KiB records, shuffled, without and with the
+    # order (as ranges) published.
+    "records": ["cold"],
+    "records-order": ["cold"],
     "ls": ["cold", "warm"],
     "tar": ["cold", "warm", "warm-dropped"],
     "ckpt": ["cold"],
 }
 CEILING_WORKLOADS = {"seq", "par4", "rand"}
 # Timeouts in seconds per measurement (full size; --smoke scales them down).
-TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "ls": 240, "tar": 300, "ckpt": 300}
+TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "shuffle": 300,
+           "shuffle-order": 300, "ls": 240, "tar": 300, "records": 300, "records-order": 300,
+           "ckpt": 300}
+# The shuffled epoch: one fixed permutation of the small files, the same for every system.
+SHUFFLE_SEED = 19
 
 
 class Timeout(Exception):
@@ -209,7 +223,50 @@ class Bench:
     def keys_of(self, workload) -> list[str]:
         s = self.spec
         return {"seq": s.big_keys()[:1], "par4": s.big_keys(), "rand": [s.token_key],
-                "small": s.small_keys(), "tar": s.shard_keys()}.get(workload, [])
+                "small": s.small_keys(), "shuffle": s.small_keys(), "shuffle-order": s.small_keys(),
+                "tar": s.shard_keys(), "records": s.shard_keys(),
+                "records-order": s.shard_keys()}.get(workload, [])
+
+    def shuffled_small(self) -> tuple[list[str], Path]:
+        """The shuffled epoch's keys, and a file listing them one per line."""
+        keys = list(self.spec.small_keys())
+        random.Random(SHUFFLE_SEED).shuffle(keys)
+        path = self.work / "shuffle-order.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(k + "\n" for k in keys))
+        return keys, path
+
+    def shuffled_records(self) -> tuple[list[tuple], Path]:
+        """The shards' .bin records (key, offset, length), from the local copy's tar headers,
+        in one shuffled order; and a file listing them ("KEY OFFSET LENGTH" lines)."""
+        recs = []
+        for key in self.spec.shard_keys():
+            with tarfile.open(self.local / key) as tf:
+                recs += [(key, m.offset_data, m.size) for m in tf if m.name.endswith(".bin")]
+        random.Random(SHUFFLE_SEED).shuffle(recs)
+        path = self.work / "records-order.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k} {o} {n}\n" for k, o, n in recs))
+        return recs, path
+
+    def records_epoch(self, root, timeout, publish) -> dict:
+        recs, listing = self.shuffled_records()
+        r = worker(["records", root, listing, "--threads", 8, *(["--publish"] if publish else [])],
+                   timeout)
+        return {"value": r["records_per_s"], "unit": "records/s", "records": r["records"],
+                "seconds": r["seconds"], "publish_s": round(r["publish_s"], 4),
+                "tool": "8 threads taking the next record (open, pread, close) of one shuffled order"}
+
+    def shuffle_epoch(self, root, timeout, publish) -> dict:
+        keys, listing = self.shuffled_small()
+        r = worker(["shuffle", root, listing, "--threads", 8, *(["--publish"] if publish else [])],
+                   timeout)
+        want = len(keys) * self.spec.small_kib * 1024
+        if r["files"] != len(keys) or r["bytes"] != want:
+            raise RuntimeError(f"read {r['files']} files, {r['bytes']} bytes; expected {len(keys)}, {want}")
+        return {"value": r["files_per_s"], "unit": "files/s", "files": r["files"],
+                "seconds": r["seconds"], "publish_s": round(r["publish_s"], 4),
+                "tool": "8 threads taking the next file of one shuffled order"}
 
     def measure(self, workload, phase, system, fn, pids=(), stats=None) -> str:
         """Run fn() -> metrics dict, record one line; returns the status."""
@@ -245,6 +302,10 @@ class Bench:
                           "evicted_bytes"):
                     if k in after:
                         rec["warmfs_" + k] = after[k] - before.get(k, 0)
+                if after.get("order", {}).get("orders"):  # an order was published: how it went
+                    rec["warmfs_order"] = {k: after["order"][k] for k in
+                                           ("fetched_entries", "read_entries", "late_reads",
+                                            "wasted_entries", "lead")}
         self.emit(rec)
         return rec["status"]
 
@@ -421,6 +482,26 @@ class Bench:
             return {"value": n / secs, "unit": "files/s", "files": n, "seconds": secs,
                     "files_per_s_at_8": n / at8,
                     "tool": "LIST, then curl -Z --parallel-max 64 (at 8: files_per_s_at_8)"}
+        if workload == "shuffle":
+            # The same GETs in the same order, as many in flight as warmfs's fetch threads.
+            keys, _ = self.shuffled_small()
+            at8 = self.curl_many(keys, 8, timeout)
+            secs = self.curl_many(keys, 64, timeout)
+            return {"value": len(keys) / secs, "unit": "files/s", "files": len(keys),
+                    "seconds": secs, "files_per_s_at_8": len(keys) / at8,
+                    "tool": "curl -Z --parallel-max 64 in the shuffled order (at 8: files_per_s_at_8)"}
+        if workload == "records":
+            # The same records by range GETs, in the same order, 64 in flight.
+            recs, _ = self.shuffled_records()
+            cfg = self.work / "curl-ranges.txt"
+            cfg.write_text("".join(f'url = "{self.origin.endpoint}/{BUCKET}/{k}"\n'
+                                   f'range = "{o}-{o + n - 1}"\noutput = "/dev/null"\n'
+                                   for k, o, n in recs))
+            t = time.monotonic()
+            run_cmd(["curl", "-sf", "-Z", "--parallel-max", "64", "-K", str(cfg)], timeout)
+            secs = time.monotonic() - t
+            return {"value": len(recs) / secs, "unit": "records/s", "records": len(recs),
+                    "seconds": secs, "tool": "curl -Z --parallel-max 64, a range GET per record"}
         if workload == "ls":
             secs, n, req = self.origin_list("small/", timeout)
             return {"value": secs, "unit": "s", "files": n, "list_requests": req,
@@ -470,6 +551,18 @@ class Bench:
             return self.rand_file(root / s.token_key, timeout)
         if workload == "small":
             return self.small_tree(root, timeout)
+        if workload == "shuffle":
+            return self.shuffle_epoch(root, timeout, publish=False)
+        if workload == "shuffle-order":
+            if system != "warmfs":
+                raise Skip()  # only warmfs takes an order
+            return self.shuffle_epoch(root, timeout, publish=True)
+        if workload == "records":
+            return self.records_epoch(root, timeout, publish=False)
+        if workload == "records-order":
+            if system != "warmfs":
+                raise Skip()  # only warmfs takes an order
+            return self.records_epoch(root, timeout, publish=True)
         if workload == "ls":
             return self.ls_tree(root, timeout)
         if workload == "tar":

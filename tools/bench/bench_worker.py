@@ -6,6 +6,16 @@ that hangs on a mount is killed and reported as `timeout` without stopping the o
 prints one JSON object on stdout. Not meant to be run by hand, but it can be:
 
   bench_worker.py small ROOT [--threads 8]    walk ROOT, read every file (files/s)
+  bench_worker.py shuffle ROOT LIST [--threads 8] [--publish]
+                                              read the files LIST names (relative to ROOT) in its
+                                              order, each thread taking the next, as loader
+                                              workers do; --publish first publishes LIST as the
+                                              mount's order (python/warmfs) (files/s)
+  bench_worker.py records ROOT LIST [--threads 8] [--publish]
+                                              read the ranges LIST names ("PATH OFFSET LENGTH",
+                                              PATH relative to ROOT) in its order, map-style
+                                              (open, pread, close each), 8 threads taking the
+                                              next; --publish publishes LIST first (records/s)
   bench_worker.py tar ROOT                    iterate every *.tar under ROOT sample by sample
   bench_worker.py rand FILE --jobs 4 --seconds S [--direct]   random 4 KiB preads (no fio)
   bench_worker.py ckpt DIR --size MiB --name NAME [--s3 ENDPOINT BUCKET KEY_PREFIX]
@@ -55,6 +65,78 @@ def small(args):
     secs = time.monotonic() - start
     emit({"files": len(paths), "bytes": sum(sizes), "seconds": secs,
           "files_per_s": len(paths) / secs})
+
+
+def shuffle(args):
+    names = Path(args.list).read_text().split()
+    paths = [os.path.join(args.root, n) for n in names]
+    start = time.monotonic()
+    if args.publish:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+        import warmfs
+        warmfs.publish_order(args.root, names)
+    published = time.monotonic() - start
+    nxt = iter(range(len(paths)))
+    lock = threading.Lock()
+    sizes = [0] * len(paths)
+
+    def loader_worker():
+        while True:
+            with lock:
+                i = next(nxt, None)
+            if i is None:
+                return
+            sizes[i] = read_all(paths[i])
+
+    threads = [threading.Thread(target=loader_worker) for _ in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.monotonic() - start
+    emit({"files": len(paths), "bytes": sum(sizes), "seconds": secs,
+          "files_per_s": len(paths) / secs, "publish_s": published})
+
+
+def records(args):
+    entries = []
+    for line in Path(args.list).read_text().splitlines():
+        path, off, length = line.rsplit(" ", 2)
+        entries.append((path, int(off), int(length)))
+    start = time.monotonic()
+    if args.publish:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+        import warmfs
+        warmfs.publish_order(args.root, entries)
+    published = time.monotonic() - start
+    nxt = iter(range(len(entries)))
+    lock = threading.Lock()
+    got = [0] * len(entries)
+
+    def loader_worker():
+        while True:
+            with lock:
+                i = next(nxt, None)
+            if i is None:
+                return
+            path, off, length = entries[i]
+            fd = os.open(os.path.join(args.root, path), os.O_RDONLY)
+            try:
+                got[i] = len(os.pread(fd, length, off))
+            finally:
+                os.close(fd)
+
+    threads = [threading.Thread(target=loader_worker) for _ in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    secs = time.monotonic() - start
+    want = sum(e[2] for e in entries)
+    if sum(got) != want:
+        raise SystemExit(f"read {sum(got)} bytes of records, expected {want}")
+    emit({"records": len(entries), "bytes": sum(got), "seconds": secs,
+          "records_per_s": len(entries) / secs, "publish_s": published})
 
 
 def tar(args):
@@ -197,6 +279,16 @@ def main():
     p = sub.add_parser("small")
     p.add_argument("root")
     p.add_argument("--threads", type=int, default=8)
+    p = sub.add_parser("shuffle")
+    p.add_argument("root")
+    p.add_argument("list")
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--publish", action="store_true")
+    p = sub.add_parser("records")
+    p.add_argument("root")
+    p.add_argument("list")
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--publish", action="store_true")
     p = sub.add_parser("tar")
     p.add_argument("root")
     p = sub.add_parser("rand")
@@ -217,7 +309,7 @@ def main():
     p.add_argument("--name", required=True)
     p.add_argument("--s3", nargs=3, metavar=("ENDPOINT", "BUCKET", "KEY_PREFIX"))
     args = ap.parse_args()
-    {"small": small, "tar": tar, "rand": rand, "origin-rand": origin_rand, "ckpt": ckpt}[args.cmd](args)
+    {"small": small, "shuffle": shuffle, "records": records, "tar": tar, "rand": rand, "origin-rand": origin_rand, "ckpt": ckpt}[args.cmd](args)
 
 
 if __name__ == "__main__":

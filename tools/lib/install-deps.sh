@@ -25,6 +25,9 @@ APT_PACKAGES=(
   # (promtool), the Kubernetes manifests (yamllint).
   debhelper dpkg-dev fakeroot lintian help2man prometheus yamllint python3-yaml
   python3-kubernetes  # the API's models: tests/integration/test_manifests.py checks field names
+  # python/ (the loader helper): tests/integration/test_loaders.py runs a real PyTorch DataLoader
+  # whose OrderedSampler publishes each epoch's order to a mount.
+  python3-torch
 )
 
 say() { printf 'install-deps: %s\n' "$*" >&2; }
