@@ -1,6 +1,7 @@
 #include "cache/tiered_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace warmfs {
 
@@ -11,10 +12,28 @@ ChunkPtr TieredCache::get(const ChunkKey& key) {
   return c;
 }
 
-bool TieredCache::promote(const ChunkKey& key) {
+bool TieredCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                             bool* promote_out) {
+  if (upper_.read_range(key, offset, out, nullptr)) return true;
+  if (options_.promote_after_second_hit == 0) {
+    // Every lower hit goes up, so the lower tier's chunk is read whole, as get() does.
+    ChunkPtr c = lower_.get(key);
+    if (!c) return false;
+    upper_.put(key, c);
+    if (offset > c->bytes.size() || out.size() > c->bytes.size() - offset) return false;
+    std::memcpy(out.data(), c->bytes.data() + offset, out.size());
+    return true;
+  }
+  if (!lower_.read_range(key, offset, out, nullptr)) return false;
+  if (promote_out != nullptr && promote(key, /*keep=*/true)) *promote_out = true;
+  return true;
+}
+
+bool TieredCache::promote(const ChunkKey& key, bool keep) {
   if (options_.promote_after_second_hit == 0) return true;
   const uint64_t h = ChunkKeyHash{}(key);
   std::lock_guard lock(seen_mu_);
+  if (keep && (seen_new_.count(h) + seen_old_.count(h) > 0)) return true;
   if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
   if (seen_new_.size() >= std::max<size_t>(options_.promote_after_second_hit / 2, 1)) {
     seen_old_.swap(seen_new_);  // the older generation is forgotten; its buckets are reused
@@ -45,6 +64,7 @@ BlockCacheCounters TieredCache::counters() const {
   c.errors = u.errors + l.errors;
   c.dropped_writes = u.dropped_writes + l.dropped_writes;
   c.rejected_writes = u.rejected_writes + l.rejected_writes;
+  c.range_hits = u.range_hits + l.range_hits;
   return c;
 }
 

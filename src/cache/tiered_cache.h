@@ -42,6 +42,13 @@ class TieredCache final : public BlockCache {
   ChunkPtr get(const ChunkKey& key) override;
   // Puts into both tiers.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
+  // The range from the upper tier, else from the lower tier. With promote_after_second_hit,
+  // the lower tier's range read, a hit counting like one of get() toward promotion: when it
+  // is due, *promote is set and the key stays marked, so the caller's get() of the whole
+  // chunk promotes it (without promote, nothing goes up). Without it (every hit goes up), the
+  // lower tier's chunk whole, put into the upper tier.
+  bool read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                  bool* promote = nullptr) override;
   // hits = upper hits + lower hits, misses = lower misses (asked of both, found in neither);
   // bytes, errors and drops are the tiers' sums.
   BlockCacheCounters counters() const override;
@@ -55,7 +62,8 @@ class TieredCache final : public BlockCache {
 
  private:
   // True when key should go up now: always without a window; else on its second lower hit.
-  bool promote(const ChunkKey& key);
+  // With keep, a second hit leaves the key marked (the next call says true again).
+  bool promote(const ChunkKey& key, bool keep = false);
 
   BlockCache& upper_;
   BlockCache& lower_;
