@@ -10,7 +10,10 @@
 //
 // get() looks the key up in the index, reads the record with one positional read and
 // checks the trailer and the CRC32C; a record that does not hold up is dropped from the
-// index, counted in corrupt_chunks, and reported as a miss. put() only queues the chunk for
+// index, counted in corrupt_chunks, and reported as a miss. read_range() reads only the
+// 16 KiB blocks of the record that hold the range and checks each against its CRC32C, which
+// the index entry carries (format 2, docs/ssd-cache.md); a block that fails is a corrupt
+// record the same way. put() only queues the chunk for
 // the background writer thread (a bounded queue; a put that does not fit is dropped and
 // counted), so callers never wait on the disk. The writer appends the record, then writes
 // the index entry: after a crash an entry either points at complete data or at data that

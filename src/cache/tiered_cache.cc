@@ -15,27 +15,22 @@ ChunkPtr TieredCache::get(const ChunkKey& key) {
 bool TieredCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
                              bool* promote_out) {
   if (upper_.read_range(key, offset, out, nullptr)) return true;
-  if (options_.promote_after_second_hit == 0) {
-    // Every lower hit goes up, so the lower tier's chunk is read whole, as get() does.
-    ChunkPtr c = lower_.get(key);
-    if (!c) return false;
-    upper_.put(key, c);
-    if (offset > c->bytes.size() || out.size() > c->bytes.size() - offset) return false;
-    std::memcpy(out.data(), c->bytes.data() + offset, out.size());
-    return true;
-  }
   if (!lower_.read_range(key, offset, out, nullptr)) return false;
-  if (promote_out != nullptr && promote(key, /*keep=*/true)) *promote_out = true;
+  if (promote_out != nullptr && promote(key, /*range=*/true)) *promote_out = true;
   return true;
 }
 
-bool TieredCache::promote(const ChunkKey& key, bool keep) {
-  if (options_.promote_after_second_hit == 0) return true;
+bool TieredCache::promote(const ChunkKey& key, bool range) {
+  const size_t window = options_.promote_after_second_hit != 0 ? options_.promote_after_second_hit
+                        : range                                ? kRangePromoteWindow
+                                                               : 0;
+  if (window == 0) return true;
   const uint64_t h = ChunkKeyHash{}(key);
   std::lock_guard lock(seen_mu_);
-  if (keep && (seen_new_.count(h) + seen_old_.count(h) > 0)) return true;
+  // A range hit that finds the key marked leaves it marked, for the get() it leads to.
+  if (range && seen_new_.count(h) + seen_old_.count(h) > 0) return true;
   if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
-  if (seen_new_.size() >= std::max<size_t>(options_.promote_after_second_hit / 2, 1)) {
+  if (seen_new_.size() >= std::max<size_t>(window / 2, 1)) {
     seen_old_.swap(seen_new_);  // the older generation is forgotten; its buckets are reused
     seen_new_.clear();
   }

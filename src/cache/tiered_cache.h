@@ -42,11 +42,12 @@ class TieredCache final : public BlockCache {
   ChunkPtr get(const ChunkKey& key) override;
   // Puts into both tiers.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
-  // The range from the upper tier, else from the lower tier. With promote_after_second_hit,
-  // the lower tier's range read, a hit counting like one of get() toward promotion: when it
-  // is due, *promote is set and the key stays marked, so the caller's get() of the whole
-  // chunk promotes it (without promote, nothing goes up). Without it (every hit goes up), the
-  // lower tier's chunk whole, put into the upper tier.
+  // The range from the upper tier, else from the lower tier's range read (so a small read
+  // never brings a whole chunk by itself). A lower hit counts toward promotion like one of
+  // get(), by promote_after_second_hit, or on the second hit among kRangePromoteWindow recent
+  // ones when that is 0 (a chunk touched once by a small read is not worth a whole read);
+  // when it is due, *promote is set and the key stays marked, so the caller's get() of the
+  // whole chunk (off the reader's path) promotes it. Without promote, nothing goes up.
   bool read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
                   bool* promote = nullptr) override;
   // hits = upper hits + lower hits, misses = lower misses (asked of both, found in neither);
@@ -61,9 +62,12 @@ class TieredCache final : public BlockCache {
   BlockCache& lower() { return lower_; }
 
  private:
+  // Lower hits of read_range() are promoted on their second hit among this many recent ones
+  // when promote_after_second_hit is 0.
+  static constexpr size_t kRangePromoteWindow = 1024;
   // True when key should go up now: always without a window; else on its second lower hit.
-  // With keep, a second hit leaves the key marked (the next call says true again).
-  bool promote(const ChunkKey& key, bool keep = false);
+  // For a range hit (range), a second hit leaves the key marked (the next call says true).
+  bool promote(const ChunkKey& key, bool range = false);
 
   BlockCache& upper_;
   BlockCache& lower_;

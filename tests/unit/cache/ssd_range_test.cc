@@ -10,10 +10,10 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/memory_cache.h"
 #include "cache/ssd_cache.h"
 #include "cache/ssd_index.h"
 #include "cache/tiered_cache.h"
-#include "cache/memory_cache.h"
 #include "common/buffer.h"
 #include "common/crc32c.h"
 #include "support/fake_clock.h"
@@ -27,8 +27,7 @@ namespace {
 constexpr uint64_t kRegion = 4 << 20;
 constexpr uint64_t kBlock = kCrcBlockBytes;
 
-SsdCacheOptions range_options(const TempDir& tmp, std::shared_ptr<io::FileIo> io,
-                              bool direct) {
+SsdCacheOptions range_options(const TempDir& tmp, std::shared_ptr<io::FileIo> io, bool direct) {
   SsdCacheOptions o;
   o.dir = tmp.cache();
   o.capacity_bytes = 8 * kRegion;
@@ -60,8 +59,8 @@ void flip_byte(const std::string& path, uint64_t at) {
 }  // namespace
 
 TEST_CASE("chunks carry a CRC per block that combines to the chunk's CRC", "[cache][range]") {
-  for (size_t size : {size_t{0}, size_t{1}, size_t{kBlock - 1}, size_t{kBlock},
-                      size_t{kBlock + 1}, size_t{1 << 20}, size_t{100'000}}) {
+  for (size_t size : {size_t{0}, size_t{1}, size_t{kBlock - 1}, size_t{kBlock}, size_t{kBlock + 1},
+                      size_t{1 << 20}, size_t{100'000}}) {
     INFO("size " << size);
     const std::vector<std::byte> data = random_bytes(size, size + 3);
     ChunkPtr c = make_chunk(data);
@@ -139,8 +138,7 @@ TEST_CASE("index entries with block CRCs encode as version 2; version 1 still de
   CHECK_FALSE(decode_index_entry(v1_marked_2));
 }
 
-TEST_CASE("ssd read_range reads and checks only the blocks that hold the range",
-          "[ssd][range]") {
+TEST_CASE("ssd read_range reads and checks only the blocks that hold the range", "[ssd][range]") {
   const bool direct = GENERATE(true, false);
   INFO("direct writes " << direct);
   TempDir tmp;
@@ -283,13 +281,17 @@ TEST_CASE("ssd read_range works after a restart, and on records without block CR
   CHECK(cache->counters().hits == 2);
 }
 
-TEST_CASE("tiered read_range asks for promotion on the second lower hit", "[cache][range]") {
+TEST_CASE("tiered read_range reads the lower tier's range and asks for promotion on a second hit",
+          "[cache][range]") {
   TempDir tmp;
   FakeClock clock;
   auto io = std::make_shared<FaultyIo>();
   auto ssd = open_ok(range_options(tmp, io, true), clock);
   MemoryCache memory({.capacity_bytes = 64 << 20});
-  TieredCache tiers(memory, *ssd, TieredCache::Options{.promote_after_second_hit = 16});
+  // With a window, and with every whole hit promoted (range hits still wait for a second).
+  const size_t window = GENERATE(size_t{16}, size_t{0});
+  INFO("promote_after_second_hit " << window);
+  TieredCache tiers(memory, *ssd, TieredCache::Options{.promote_after_second_hit = window});
   ChunkPtr c = chunk_of(1 << 20, 51);
   ssd->put(key_of(0), c);
   ssd->flush();
@@ -298,7 +300,7 @@ TEST_CASE("tiered read_range asks for promotion on the second lower hit", "[cach
   REQUIRE(tiers.read_range(key_of(0), 8192, out, &promote));
   CHECK_FALSE(promote);
   REQUIRE(tiers.read_range(key_of(0), 3 * kBlock, out, &promote));
-  CHECK(promote);  // the second hit: due
+  CHECK(promote);                           // the second hit: due
   CHECK(memory.get(key_of(0)) == nullptr);  // read_range itself puts nothing up
   // The whole chunk's get() that the caller makes promotes it.
   REQUIRE(tiers.get(key_of(0)) != nullptr);

@@ -59,7 +59,8 @@ struct Setup {
   Setup() {
     for (uint64_t i = 0; i * kChunk < data.size(); ++i) {
       const auto from = data.begin() + static_cast<ptrdiff_t>(i * kChunk);
-      const auto to = data.begin() + static_cast<ptrdiff_t>(std::min(data.size(), (i + 1) * kChunk));
+      const auto to =
+          data.begin() + static_cast<ptrdiff_t>(std::min(data.size(), (i + 1) * kChunk));
       ssd->put(key(i), make_chunk(std::vector<std::byte>(from, to)));
     }
     ssd->flush();
@@ -134,8 +135,7 @@ TEST_CASE("sequential reads keep the whole-chunk path", "[readahead][range]") {
   for (size_t i = 1; i < reads.size(); ++i) CHECK(reads[i] >= kChunk);
 }
 
-TEST_CASE("a chunk read twice by small reads is promoted into memory whole",
-          "[readahead][range]") {
+TEST_CASE("a chunk read twice by small reads is promoted into memory whole", "[readahead][range]") {
   Setup s;
   auto r = s.path->open(s.version());
   s.read_check(*r, 4 * kChunk + 100, 4096);
