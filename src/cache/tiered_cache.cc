@@ -16,25 +16,37 @@ bool TieredCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std
                              bool* promote_out) {
   if (upper_.read_range(key, offset, out, nullptr)) return true;
   if (!lower_.read_range(key, offset, out, nullptr)) return false;
-  if (promote_out != nullptr && promote(key, /*range=*/true)) *promote_out = true;
+  if (promote_out != nullptr && promote_range(key)) *promote_out = true;
   return true;
 }
 
-bool TieredCache::promote(const ChunkKey& key, bool range) {
-  const size_t window = options_.promote_after_second_hit != 0 ? options_.promote_after_second_hit
-                        : range                                ? kRangePromoteWindow
-                                                               : 0;
-  if (window == 0) return true;
+void TieredCache::Seen::insert(uint64_t h, size_t window) {
+  if (newer.size() >= std::max<size_t>(window / 2, 1)) {
+    older.swap(newer);  // the older generation is forgotten; its buckets are reused
+    newer.clear();
+  }
+  newer.insert(h);
+}
+
+bool TieredCache::promote(const ChunkKey& key) {
   const uint64_t h = ChunkKeyHash{}(key);
   std::lock_guard lock(seen_mu_);
-  // A range hit that finds the key marked leaves it marked, for the get() it leads to.
-  if (range && seen_new_.count(h) + seen_old_.count(h) > 0) return true;
-  if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
-  if (seen_new_.size() >= std::max<size_t>(window / 2, 1)) {
-    seen_old_.swap(seen_new_);  // the older generation is forgotten; its buckets are reused
-    seen_new_.clear();
-  }
-  seen_new_.insert(h);
+  if (seen_range_.erase(h)) return true;  // read by a range lately: this is its second hit
+  if (options_.promote_after_second_hit == 0) return true;
+  if (seen_.erase(h)) return true;
+  seen_.insert(h, options_.promote_after_second_hit);
+  return false;
+}
+
+bool TieredCache::promote_range(const ChunkKey& key) {
+  const size_t window = options_.promote_range_after_second_hit != 0
+                            ? options_.promote_range_after_second_hit
+                        : options_.promote_after_second_hit != 0 ? options_.promote_after_second_hit
+                                                                 : kRangePromoteWindow;
+  const uint64_t h = ChunkKeyHash{}(key);
+  std::lock_guard lock(seen_mu_);
+  if (seen_range_.contains(h)) return true;  // left marked for the get() this leads to
+  seen_range_.insert(h, window);
   return false;
 }
 

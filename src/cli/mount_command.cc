@@ -191,6 +191,11 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   TieredCache::Options disk_promotion;
   disk_promotion.promote_after_second_hit =
       std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
+  // A chunk read by small random reads (range reads of the SSD tier) goes up on a second one
+  // only within twice what memory holds: from further apart, memory would not keep it until
+  // it is read again, and promoting it costs a whole chunk read (tiered_cache.h).
+  disk_promotion.promote_range_after_second_hit =
+      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1);
   if (!a.cache_dir.empty()) {
     WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
                                                   budget.ssd_queue_bytes, clock));

@@ -313,3 +313,35 @@ TEST_CASE("tiered read_range reads the lower tier's range and asks for promotion
   CHECK_FALSE(promote);
   CHECK(io->read_sizes().empty());
 }
+
+TEST_CASE("range hits promote only within their own window", "[cache][range]") {
+  TempDir tmp;
+  FakeClock clock;
+  auto io = std::make_shared<FaultyIo>();
+  auto ssd = open_ok(range_options(tmp, io, true), clock);
+  MemoryCache memory({.capacity_bytes = 64 << 20});
+  // Whole hits remember 1,024 chunks; range hits only the last 2 to 4.
+  TieredCache tiers(
+      memory, *ssd,
+      TieredCache::Options{.promote_after_second_hit = 1024, .promote_range_after_second_hit = 4});
+  for (uint64_t i = 0; i < 8; ++i) ssd->put(key_of(i), chunk_of(64 << 10, 60 + i));
+  ssd->flush();
+  std::vector<std::byte> out(100);
+  auto range_promotes = [&](uint64_t i) {
+    bool promote = false;
+    REQUIRE(tiers.read_range(key_of(i), 0, out, &promote));
+    return promote;
+  };
+  CHECK_FALSE(range_promotes(0));
+  CHECK(range_promotes(0));  // again at once: due
+  for (uint64_t i = 1; i <= 6; ++i) CHECK_FALSE(range_promotes(i));
+  CHECK_FALSE(range_promotes(1));  // six range hits ago: forgotten
+  CHECK(range_promotes(6));        // the last one: due
+  // A whole hit of a chunk read by a range lately is its second hit: it goes up.
+  CHECK(memory.get(key_of(5)) == nullptr);
+  REQUIRE(tiers.get(key_of(5)) != nullptr);
+  CHECK(memory.get(key_of(5)) != nullptr);
+  // A chunk hit whole once is not promoted by it.
+  REQUIRE(tiers.get(key_of(7)) != nullptr);
+  CHECK(memory.get(key_of(7)) == nullptr);
+}

@@ -132,7 +132,8 @@ TEST_CASE("sequential reads keep the whole-chunk path", "[readahead][range]") {
   // Whole chunks (and read-ahead) came from the SSD tier.
   const std::vector<size_t> reads = s.io->read_sizes();
   REQUIRE(reads.size() >= 3);
-  for (size_t i = 1; i < reads.size(); ++i) CHECK(reads[i] >= kChunk);
+  // (Read-ahead may reach the object's 5,000-byte last chunk: its record is 5,032 bytes.)
+  for (size_t i = 1; i < reads.size(); ++i) CHECK((reads[i] >= kChunk || reads[i] == 5032));
 }
 
 TEST_CASE("a chunk read twice by small reads is promoted into memory whole", "[readahead][range]") {
