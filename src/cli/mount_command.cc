@@ -211,9 +211,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
       below = d.disk_over_remote.get();
     }
     // With a local SSD tier, memory sits over the disk as without servers, and keeps its
-    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip).
+    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip),
+    // except small reads' ranges, which go up as over a disk.
+    TieredCache::Options remote_promotion;
+    remote_promotion.promote_range_after_second_hit = disk_promotion.promote_range_after_second_hit;
     d.tiers = std::make_unique<TieredCache>(*d.memory, *below,
-                                            d.disk ? disk_promotion : TieredCache::Options{});
+                                            d.disk ? disk_promotion : remote_promotion);
     cache = d.tiers.get();
   }
   d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
