@@ -45,18 +45,70 @@ ChunkBytes::ChunkBytes(std::vector<std::byte> bytes) {
   owner_ = std::move(owned);
 }
 
-ChunkPtr make_chunk(std::vector<std::byte> bytes) {
+void ChunkCrcs::update(std::span<const std::byte> bytes) {
+  size_ += bytes.size();
+  while (!bytes.empty()) {
+    const size_t n = std::min<size_t>(bytes.size(), kCrcBlockBytes - current_bytes_);
+    current_ = crc32c(bytes.first(n), current_);
+    current_bytes_ += static_cast<uint32_t>(n);
+    bytes = bytes.subspan(n);
+    if (current_bytes_ == kCrcBlockBytes) {
+      blocks_.push_back(current_);
+      current_ = 0;
+      current_bytes_ = 0;
+    }
+  }
+}
+
+uint32_t ChunkCrcs::finish(std::vector<uint32_t>* blocks) {
+  if (current_bytes_ > 0) blocks_.push_back(current_);
+  current_ = 0;
+  current_bytes_ = 0;
+  const uint32_t crc = combine_block_crcs(blocks_, size_);
+  *blocks = std::move(blocks_);
+  blocks_.clear();
+  return crc;
+}
+
+uint32_t combine_block_crcs(std::span<const uint32_t> blocks, uint64_t length) {
+  if (blocks.empty()) return crc32c(std::span<const std::byte>());
+  static const Crc32cCombiner full_block(kCrcBlockBytes);
+  uint32_t crc = blocks[0];
+  for (size_t i = 1; i + 1 < blocks.size(); ++i) crc = full_block(crc, blocks[i]);
+  if (blocks.size() > 1) {
+    const uint64_t last = length - (blocks.size() - 1) * uint64_t{kCrcBlockBytes};
+    crc = crc32c_combine(crc, blocks.back(), last);
+  }
+  return crc;
+}
+
+namespace {
+ChunkPtr chunk_with_crcs(ChunkBytes bytes, ChunkCrcs& crcs) {
   auto chunk = std::make_shared<Chunk>();
-  chunk->crc32c = crc32c(bytes);
-  chunk->bytes = ChunkBytes(std::move(bytes));
+  chunk->bytes = std::move(bytes);
+  chunk->crc32c = crcs.finish(&chunk->block_crcs);
   return chunk;
+}
+}  // namespace
+
+ChunkPtr make_chunk(std::vector<std::byte> bytes) {
+  ChunkCrcs crcs;
+  crcs.update(bytes);
+  return chunk_with_crcs(ChunkBytes(std::move(bytes)), crcs);
 }
 
 ChunkPtr make_chunk(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
-  auto chunk = std::make_shared<Chunk>();
-  chunk->bytes = ChunkBytes(std::move(buffer), offset, size);
-  chunk->crc32c = crc32c(std::span<const std::byte>(chunk->bytes));
-  return chunk;
+  ChunkCrcs crcs;
+  crcs.update(std::span<const std::byte>(buffer.get() + offset, size));
+  return chunk_with_crcs(ChunkBytes(std::move(buffer), offset, size), crcs);
+}
+
+bool BlockCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                            bool* /*promote*/) {
+  ChunkPtr c = get(key);
+  if (!c || offset > c->bytes.size() || out.size() > c->bytes.size() - offset) return false;
+  std::memcpy(out.data(), c->bytes.data() + offset, out.size());
+  return true;
 }
 
 namespace {
@@ -74,13 +126,24 @@ struct SliceOwner {
   }
 };
 
-// The CRC32C of bytes in a buffer from allocate_buffer or allocate_fill_buffer. A fill
+// The CRC32Cs of bytes in a buffer from allocate_buffer or allocate_fill_buffer. A fill
 // buffer's bytes are copied out a piece at a time into one small buffer this thread keeps:
 // reading them in place would map each page into the process, which costs more than the copy
 // on virtual machines (common/buffer.h).
+void buffer_crcs(const std::byte* data, size_t size, ChunkCrcs& crcs) {
+  if (!buffer_file(data)) return crcs.update(std::span<const std::byte>(data, size));
+  constexpr size_t kPiece = 256u << 10;  // stays in the core's cache between copy and CRC
+  thread_local std::unique_ptr<std::byte[]> piece(new std::byte[kPiece]);
+  for (size_t at = 0; at < size; at += kPiece) {
+    const size_t n = std::min(kPiece, size - at);
+    copy_from_buffer(piece.get(), data + at, n);
+    crcs.update(std::span<const std::byte>(piece.get(), n));
+  }
+}
+
 uint32_t buffer_crc32c(const std::byte* data, size_t size) {
   if (!buffer_file(data)) return crc32c(std::span<const std::byte>(data, size));
-  constexpr size_t kPiece = 256u << 10;  // stays in the core's cache between copy and CRC
+  constexpr size_t kPiece = 256u << 10;
   thread_local std::unique_ptr<std::byte[]> piece(new std::byte[kPiece]);
   uint32_t crc = 0;
   for (size_t at = 0; at < size; at += kPiece) {
@@ -94,18 +157,16 @@ uint32_t buffer_crc32c(const std::byte* data, size_t size) {
 }  // namespace
 
 ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size,
-                          uint32_t crc32c) {
+                          ChunkCrcs crcs) {
   const std::byte* data = buffer.get() + offset;
   auto owner = std::make_shared<const SliceOwner>(std::move(buffer), data, size);
-  auto chunk = std::make_shared<Chunk>();
-  chunk->bytes = ChunkBytes::owned_by(std::move(owner), data, size);
-  chunk->crc32c = crc32c;
-  return chunk;
+  return chunk_with_crcs(ChunkBytes::owned_by(std::move(owner), data, size), crcs);
 }
 
 ChunkPtr make_chunk_slice(std::shared_ptr<const std::byte[]> buffer, size_t offset, size_t size) {
-  const uint32_t crc = buffer_crc32c(buffer.get() + offset, size);
-  return make_chunk_slice(std::move(buffer), offset, size, crc);
+  ChunkCrcs crcs;
+  buffer_crcs(buffer.get() + offset, size, crcs);
+  return make_chunk_slice(std::move(buffer), offset, size, std::move(crcs));
 }
 
 bool chunk_intact(const Chunk& chunk) {

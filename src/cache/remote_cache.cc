@@ -9,6 +9,7 @@
 
 #include "cache/remote_protocol.h"
 #include "common/buffer.h"
+#include "common/crc32c.h"
 #include "common/hash.h"
 #include "common/log.h"
 
@@ -171,30 +172,8 @@ ChunkPtr RemoteCache::get(const ChunkKey& key) {
   http::Request req = request_for(s, remote::chunk_target(key, options_.chunk_size));
   req.body_sink = std::span(buf.get(), cap);
   Result<http::Response> r = s.client->perform(req);
-  if (!r.is_ok()) {
-    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
-    fail(s, r.status().message());
-    return nullptr;
-  }
+  if (!answered(s, key, r)) return nullptr;
   const http::Response& resp = *r;
-  if (resp.status == 403 || resp.status == 404 || resp.status == 412 || resp.status == 416) {
-    // The server will not serve this version (its credentials may not read it, gone,
-    // changed, past the end): the bucket decides, with our own credentials, and the read
-    // path reports what it says. The server itself is fine.
-    refused_.fetch_add(1, std::memory_order_relaxed);
-    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
-    log::debug("cache server {} refused {} chunk {}: {}", s.url, key.key, key.index,
-               error_text(resp));
-    succeed(s);
-    return nullptr;
-  }
-  if (resp.status != 200) {
-    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
-    std::string why = error_text(resp);
-    if (resp.status == 401) why += " (the server refused our token: check --token-file)";
-    fail(s, why);
-    return nullptr;
-  }
   const auto want_crc = remote::parse_crc(resp.header(remote::kCrcHeader));
   ChunkPtr chunk = make_chunk(buf, 0, resp.body_size);
   if (!want_crc || *want_crc != chunk->crc32c) {
@@ -217,6 +196,77 @@ ChunkPtr RemoteCache::get(const ChunkKey& key) {
   return chunk;
 }
 
+bool RemoteCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                             bool* /*promote*/) {
+  if (out.empty() || offset >= options_.chunk_size || out.size() > options_.chunk_size - offset) {
+    return false;
+  }
+  Server& s = *servers_[owner_of(key)];
+  const int64_t down_until = s.down_until_ns.load(std::memory_order_relaxed);
+  if (down_until != 0 && ns(clock_.now()) < down_until) {
+    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // The body is collected (a few kilobytes: no chunk-sized buffer taken for it); a server that
+  // predates ranges answers the whole chunk, which lands there too.
+  http::Request req =
+      request_for(s, remote::chunk_range_target(key, options_.chunk_size, offset, out.size()));
+  Result<http::Response> r = s.client->perform(req);
+  if (!answered(s, key, r)) return false;
+  const http::Response& resp = *r;
+  const auto want_crc = remote::parse_crc(resp.header(remote::kCrcHeader));
+  const std::span<const std::byte> body = std::as_bytes(std::span(resp.body));
+  const bool ranged = !resp.header(remote::kOffsetHeader).empty();
+  const bool fits = ranged ? resp.header(remote::kOffsetHeader) == std::to_string(offset) &&
+                                 body.size() == out.size()
+                           : body.size() >= offset + out.size();
+  if (!fits || !want_crc || *want_crc != crc32c(body)) {
+    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
+    fail(s, fmt::format("range {}+{} of chunk {} of {} failed its checks", offset, out.size(),
+                        key.index, key.key));
+    return false;
+  }
+  std::memcpy(out.data(), body.data() + (ranged ? 0 : offset), out.size());
+  succeed(s);
+  s.chunks.fetch_add(1, std::memory_order_relaxed);
+  s.bytes.fetch_add(body.size(), std::memory_order_relaxed);
+  hits_.fetch_add(1, std::memory_order_relaxed);
+  range_hits_.fetch_add(1, std::memory_order_relaxed);
+  if (resp.header(remote::kSourceHeader) == "miss")
+    miss_bytes_.fetch_add(out.size(), std::memory_order_relaxed);
+  else
+    hit_bytes_.fetch_add(out.size(), std::memory_order_relaxed);
+  return true;
+}
+
+bool RemoteCache::answered(Server& s, const ChunkKey& key, const Result<http::Response>& r) {
+  if (!r.is_ok()) {
+    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
+    fail(s, r.status().message());
+    return false;
+  }
+  const http::Response& resp = *r;
+  if (resp.status == 403 || resp.status == 404 || resp.status == 412 || resp.status == 416) {
+    // The server will not serve this version (its credentials may not read it, gone,
+    // changed, past the end): the bucket decides, with our own credentials, and the read
+    // path reports what it says. The server itself is fine.
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
+    log::debug("cache server {} refused {} chunk {}: {}", s.url, key.key, key.index,
+               error_text(resp));
+    succeed(s);
+    return false;
+  }
+  if (resp.status != 200) {
+    fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
+    std::string why = error_text(resp);
+    if (resp.status == 401) why += " (the server refused our token: check --token-file)";
+    fail(s, why);
+    return false;
+  }
+  return true;
+}
+
 void RemoteCache::put(const ChunkKey& /*key*/, ChunkPtr /*chunk*/) {}
 
 BlockCacheCounters RemoteCache::counters() const {
@@ -226,6 +276,7 @@ BlockCacheCounters RemoteCache::counters() const {
       hit_bytes_.load(std::memory_order_relaxed) + miss_bytes_.load(std::memory_order_relaxed);
   c.misses = fallback_chunks_.load(std::memory_order_relaxed);
   c.errors = errors_.load(std::memory_order_relaxed);
+  c.range_hits = range_hits_.load(std::memory_order_relaxed);
   return c;
 }
 

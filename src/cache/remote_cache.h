@@ -100,6 +100,12 @@ class RemoteCache final : public BlockCache {
 
   // The chunk from its owner, or nullptr (never an error; see the top of this file).
   ChunkPtr get(const ChunkKey& key) override;
+  // Bytes [offset, offset + out.size()) of the chunk from its owner, which reads only what
+  // holds them (protocol: offset and length arguments), checked against the CRC32C the
+  // server sends for them; false on a miss, like get(). From a server that answers the whole
+  // chunk instead (one that predates ranges), the range is taken from it.
+  bool read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                  bool* promote = nullptr) override;
   // Does nothing: servers only keep what they fetched themselves.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
   // hits/hit_bytes: chunks servers served (held or fetched for us); misses: chunks not
@@ -120,6 +126,9 @@ class RemoteCache final : public BlockCache {
   RemoteCache(RemoteCacheOptions options, Clock& clock);
   http::Request request_for(const Server& s, std::string target) const;
   void fail(Server& s, const std::string& why);
+  // True for a 200 answer to a chunk request; anything else is counted (a refusal, or a
+  // failure of the server) and false.
+  bool answered(Server& s, const ChunkKey& key, const Result<http::Response>& r);
   void succeed(Server& s);
 
   const RemoteCacheOptions options_;
@@ -127,7 +136,7 @@ class RemoteCache final : public BlockCache {
   std::vector<std::unique_ptr<Server>> servers_;
 
   std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, errors_{0}, fallback_chunks_{0}, refused_{0},
-      hits_{0};
+      hits_{0}, range_hits_{0};
 };
 
 // Rendezvous weight of (server, chunk): the owner is the server with the largest. Stable

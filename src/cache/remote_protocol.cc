@@ -14,6 +14,11 @@ std::string chunk_target(const ChunkKey& key, uint64_t chunk_size) {
                      http::uri_encode(key.etag, false), key.index, chunk_size);
 }
 
+std::string chunk_range_target(const ChunkKey& key, uint64_t chunk_size, uint64_t offset,
+                               uint64_t length) {
+  return fmt::format("{}&offset={}&length={}", chunk_target(key, chunk_size), offset, length);
+}
+
 std::string format_crc(uint32_t crc) { return fmt::format("{:08x}", crc); }
 
 std::optional<uint32_t> parse_crc(std::string_view text) {

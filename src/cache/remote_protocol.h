@@ -6,6 +6,12 @@
 //       200: the chunk's bytes (Content-Length: its length), X-Warmfs-Crc32c: 8 hex digits
 //       of its CRC32C, X-Warmfs-Source: hit (the server held it) or miss (fetched from the
 //       bucket for this request).
+//   GET /v1/chunk?...&offset=O&length=L   (both or neither; L > 0, O + L within the chunk)
+//       200: bytes [O, O + L) of the chunk only, X-Warmfs-Crc32c of those bytes, and
+//       X-Warmfs-Offset: O (a server that predates ranges answers the whole chunk without
+//       it, which the client then takes the range from). 416 RangePastEnd when the range is
+//       not within the chunk. A server with an SSD tier reads only the blocks that hold the
+//       range (docs/ssd-cache.md).
 //   GET /v1/info    200: {"protocol":1,"buckets":[...],"chunk_size":S}
 //   GET /v1/stats   200: the server's counters as JSON (see docs/cache-server.md)
 //   GET /v1/health  200 "ok", without a token (for load balancers and probes)
@@ -33,12 +39,16 @@ inline constexpr const char* kStatsPath = "/v1/stats";
 inline constexpr const char* kHealthPath = "/v1/health";
 inline constexpr const char* kCrcHeader = "X-Warmfs-Crc32c";
 inline constexpr const char* kSourceHeader = "X-Warmfs-Source";
+inline constexpr const char* kOffsetHeader = "X-Warmfs-Offset";
 // Names the client (host:pid) so the server can count its clients.
 inline constexpr const char* kClientHeader = "X-Warmfs-Client";
 
 // "/v1/chunk?bucket=...&key=...&etag=...&index=...&chunk_size=..." with every value
 // percent-encoded (RFC 3986).
 std::string chunk_target(const ChunkKey& key, uint64_t chunk_size);
+// The same for bytes [offset, offset + length) of the chunk.
+std::string chunk_range_target(const ChunkKey& key, uint64_t chunk_size, uint64_t offset,
+                               uint64_t length);
 // 8 lower-case hex digits, and back (nullopt if malformed).
 std::string format_crc(uint32_t crc);
 std::optional<uint32_t> parse_crc(std::string_view text);

@@ -9,6 +9,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
+#include <optional>
 
 #include "cache/ssd_record.h"
 #include "common/buffer.h"
@@ -135,32 +137,75 @@ void SsdCache::drop_entry(const std::string& key, const SsdIndexEntry& e) {
   alloc_.on_removed(e.region, e.gen, e.length);
 }
 
-ChunkPtr SsdCache::get(const ChunkKey& key) {
-  auto miss = [this]() -> ChunkPtr {
-    counters_.misses.fetch_add(1, std::memory_order_relaxed);
-    return nullptr;
-  };
-  if (degraded()) return miss();
+std::optional<SsdIndexEntry> SsdCache::find(const ChunkKey& key, const std::string& enc) {
+  if (degraded()) return std::nullopt;
   {
     std::lock_guard lock(mu_);
     alloc_.record_access(ChunkKeyHash{}(key));
   }
-  const std::string enc = key.encode();
   auto found = index_->get(enc);
   if (!found.is_ok()) {
     fail(found.status(), "index lookup");
-    return miss();
+    return std::nullopt;
   }
-  if (!found->has_value()) return miss();
-  const SsdIndexEntry e = **found;
-  const int64_t now_sec = wall_seconds();
+  if (!found->has_value()) return std::nullopt;
+  SsdIndexEntry e = std::move(**found);
   const int64_t ttl = options_.ttl.count();
-  if (e.region >= region_fds_.size() || (ttl > 0 && now_sec - e.last_read_sec >= ttl)) {
+  if (e.region >= region_fds_.size() || (ttl > 0 && wall_seconds() - e.last_read_sec >= ttl)) {
     drop_entry(enc, e);
     counters_.evicted_bytes.fetch_add(e.length, std::memory_order_relaxed);
-    return miss();
+    return std::nullopt;
   }
+  return e;
+}
 
+bool SsdCache::stale(const SsdIndexEntry& e) const {
+  std::lock_guard lock(mu_);
+  const RegionInfo& r = alloc_.region(e.region);
+  return r.gen != e.gen || r.state == RegionInfo::State::kFree;
+}
+
+void SsdCache::reject(const std::string& enc, const SsdIndexEntry& e, std::string_view what) {
+  // A stale entry lost a race with eviction (the region was refilled): a plain miss.
+  if (!stale(e)) {
+    counters_.corrupt_chunks.fetch_add(1, std::memory_order_relaxed);
+    warn_limited(
+        fmt::format("ssd cache {}: chunk in region {} at {} failed its checks ({}); "
+                    "dropped",
+                    options_.dir, e.region, e.offset, what));
+  }
+  drop_entry(enc, e);
+  counters_.misses.fetch_add(1, std::memory_order_relaxed);
+}
+
+void SsdCache::served(const std::string& enc, const SsdIndexEntry& e, uint64_t bytes) {
+  // Refresh the entry's read time, at most every quarter ttl, so a read chunk does not expire.
+  const int64_t ttl = options_.ttl.count();
+  const int64_t now_sec = wall_seconds();
+  if (ttl > 0 && now_sec - e.last_read_sec >= std::max<int64_t>(ttl / 4, 1)) {
+    std::lock_guard lock(index_mu_);
+    auto cur = index_->get(enc);
+    if (cur.is_ok() && cur->has_value() && (*cur)->same_place(e)) {
+      SsdIndexEntry touched = std::move(**cur);
+      touched.last_read_sec = now_sec;
+      if (Status s = index_->put(enc, touched); !s.is_ok()) fail(s, "index update");
+    }
+  }
+  counters_.hits.fetch_add(1, std::memory_order_relaxed);
+  counters_.hit_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+ChunkPtr SsdCache::get(const ChunkKey& key) {
+  const std::string enc = key.encode();
+  std::optional<SsdIndexEntry> found = find(key, enc);
+  if (!found) {
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return read_whole(enc, std::move(*found));
+}
+
+ChunkPtr SsdCache::read_whole(const std::string& enc, SsdIndexEntry e) {
   // Not zero-filled: the read overwrites it, and a short read fails the checks below.
   const size_t record = e.length + ssd_record::kTrailerBytes;
   const size_t padded = (record + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
@@ -180,46 +225,120 @@ ChunkPtr SsdCache::get(const ChunkKey& key) {
   }
   if (!n.is_ok()) {
     fail(n.status(), "read");
-    return miss();
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
   }
   const bool intact = ssd_record::intact(buf.first(std::min<size_t>(*n, buf.size())),
                                          {e.length, e.crc32c, ssd_record::key_crc(enc), e.gen});
   if (!intact) {
-    bool stale;
-    {
-      std::lock_guard lock(mu_);
-      const RegionInfo& r = alloc_.region(e.region);
-      stale = r.gen != e.gen || r.state == RegionInfo::State::kFree;
-    }
-    // A stale entry lost a race with eviction (the region was refilled): a plain miss.
-    if (!stale) {
-      counters_.corrupt_chunks.fetch_add(1, std::memory_order_relaxed);
-      warn_limited(fmt::format("ssd cache {}: chunk in region {} at {} failed its checks; dropped",
-                               options_.dir, e.region, e.offset));
-    }
-    drop_entry(enc, e);
-    return miss();
+    reject(enc, e, "record");
+    return nullptr;
   }
-  auto chunk = std::make_shared<Chunk>();
-  chunk->bytes = ChunkBytes(std::move(owned), 0, e.length);
-  chunk->crc32c = e.crc32c;
   {
     std::lock_guard lock(mu_);
     alloc_.on_hit(e.region, e.gen, clock_.now());
   }
-  // Refresh the entry's read time, at most every quarter ttl, so a read chunk does not expire.
-  if (ttl > 0 && now_sec - e.last_read_sec >= std::max<int64_t>(ttl / 4, 1)) {
-    std::lock_guard lock(index_mu_);
-    auto cur = index_->get(enc);
-    if (cur.is_ok() && cur->has_value() && (*cur)->same_place(e)) {
-      SsdIndexEntry touched = e;
-      touched.last_read_sec = now_sec;
-      if (Status s = index_->put(enc, touched); !s.is_ok()) fail(s, "index update");
+  served(enc, e, e.length);
+  auto chunk = std::make_shared<Chunk>();
+  chunk->bytes = ChunkBytes(std::move(owned), 0, e.length);
+  chunk->crc32c = e.crc32c;
+  if (e.block_bytes == kCrcBlockBytes) chunk->block_crcs = std::move(e.block_crcs);
+  return chunk;
+}
+
+bool SsdCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                          bool* /*promote*/) {
+  const std::string enc = key.encode();
+  std::optional<SsdIndexEntry> found = find(key, enc);
+  if (!found || offset > found->length || out.size() > found->length - offset) {
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  SsdIndexEntry& e = *found;
+  if (e.block_bytes == 0 || out.empty()) {
+    // No block CRCs (a record of format 1): only the whole record can be checked.
+    ChunkPtr c = read_whole(enc, std::move(e));
+    if (!c) return false;
+    std::memcpy(out.data(), c->bytes.data() + offset, out.size());
+    return true;
+  }
+  // The blocks that hold the range, [first, last].
+  const uint64_t bb = e.block_bytes;
+  const uint64_t first = offset / bb;
+  const uint64_t last = (offset + out.size() - 1) / bb;
+  const uint64_t from = first * bb;                                   // in the chunk
+  const uint64_t to = std::min<uint64_t>(e.length, (last + 1) * bb);  // in the chunk
+  const uint64_t want = to - from;
+  // O_DIRECT when the blocks start aligned on disk (a record written with O_DIRECT starts
+  // aligned, and blocks are multiples of 4 KiB); the read is rounded up to whole 4 KiB, into
+  // the record's trailer or padding (a record written through the page cache may end the file
+  // early: a short read that still covers the blocks is fine).
+  const uint64_t at = e.offset + from;
+  int direct = at % kDirectAlign == 0 ? direct_read_fd(e.region) : -1;
+  const uint64_t span =
+      direct >= 0 ? (want + kDirectAlign - 1) / kDirectAlign * kDirectAlign : want;
+  std::unique_ptr<std::byte, FreeAligned> large;  // for a range too large for range_buffer
+  std::byte* buf = span <= kRangeBufferMaxBytes ? range_buffer(span) : nullptr;
+  if (buf == nullptr) {
+    large.reset(static_cast<std::byte*>(std::aligned_alloc(kDirectAlign, span)));
+    if (!large) throw std::bad_alloc();
+    buf = large.get();
+  }
+  auto n = direct >= 0 ? io_->read_at(direct, std::span(buf, span), at)
+                       : io_->read_at(region_fds_[e.region].get(), std::span(buf, want), at);
+  if (direct >= 0 && !n.is_ok() && n.status().code() == Errc::kInvalidArgument) {
+    direct_reads_ok_.store(false, std::memory_order_relaxed);
+    n = io_->read_at(region_fds_[e.region].get(), std::span(buf, want), at);
+  }
+  if (!n.is_ok()) {
+    fail(n.status(), "read");
+    counters_.misses.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (*n < want) {
+    reject(enc, e, "cut short");
+    return false;
+  }
+  for (uint64_t b = first; b <= last; ++b) {
+    const uint64_t start = b * bb;
+    const uint64_t len = std::min<uint64_t>(bb, e.length - start);
+    if (crc32c(std::span<const std::byte>(buf + (start - from), len)) != e.block_crcs[b]) {
+      reject(enc, e, fmt::format("block {}", b));
+      return false;
     }
   }
-  counters_.hits.fetch_add(1, std::memory_order_relaxed);
-  counters_.hit_bytes.fetch_add(e.length, std::memory_order_relaxed);
-  return chunk;
+  {
+    // The bytes read are this entry's only if its region was not refilled meanwhile (a
+    // refill takes a new generation before it writes).
+    std::lock_guard lock(mu_);
+    const RegionInfo& r = alloc_.region(e.region);
+    if (r.gen != e.gen || r.state == RegionInfo::State::kFree) {
+      counters_.misses.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    alloc_.on_hit(e.region, e.gen, clock_.now());
+  }
+  std::memcpy(out.data(), buf + (offset - from), out.size());
+  counters_.range_hits.fetch_add(1, std::memory_order_relaxed);
+  served(enc, e, out.size());
+  return true;
+}
+
+std::byte* SsdCache::range_buffer(size_t n) {
+  // One per thread, aligned for O_DIRECT, grown to the largest range the thread has read:
+  // a range read of a few kilobytes costs no allocation and no page fault.
+  struct Buffer {
+    std::unique_ptr<std::byte, FreeAligned> bytes;
+    size_t size = 0;
+  };
+  thread_local Buffer b;
+  if (b.size < n) {
+    const size_t cap = (n + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+    b.bytes.reset(static_cast<std::byte*>(std::aligned_alloc(kDirectAlign, cap)));
+    if (!b.bytes) throw std::bad_alloc();
+    b.size = cap;
+  }
+  return b.bytes.get();
 }
 
 void SsdCache::put(const ChunkKey& key, ChunkPtr chunk) {
@@ -414,7 +533,15 @@ void SsdCache::write_one(const Pending& p) {
   }
   if (!written.is_ok()) return fail(written, "write");
   // Data first, then the entry: an entry never points at bytes not yet written.
-  const SsdIndexEntry e{pl.region, pl.gen, pl.offset, len, chunk.crc32c, wall_seconds()};
+  SsdIndexEntry e{pl.region, pl.gen, pl.offset, len, chunk.crc32c, wall_seconds()};
+  // The block CRCs go into the entry (so a range read needs nothing but the entry and its
+  // blocks), when the chunk has them and they agree with its CRC (a few microseconds, no pass
+  // over the bytes); a chunk without them is only ever read whole.
+  if (chunk.block_crcs.size() == crc_block_count(len) &&
+      combine_block_crcs(chunk.block_crcs, len) == chunk.crc32c) {
+    e.block_bytes = kCrcBlockBytes;
+    e.block_crcs = chunk.block_crcs;
+  }
   {
     std::lock_guard lock(index_mu_);
     if (Status s = index_->put(enc, e); !s.is_ok()) return fail(s, "index write");
@@ -435,6 +562,7 @@ BlockCacheCounters SsdCache::counters() const {
   c.errors = counters_.errors.load(std::memory_order_relaxed);
   c.dropped_writes = counters_.dropped_writes.load(std::memory_order_relaxed);
   c.rejected_writes = counters_.rejected_writes.load(std::memory_order_relaxed);
+  c.range_hits = counters_.range_hits.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
     c.used_bytes = alloc_.used_bytes();

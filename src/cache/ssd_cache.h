@@ -10,7 +10,10 @@
 //
 // get() looks the key up in the index, reads the record with one positional read and
 // checks the trailer and the CRC32C; a record that does not hold up is dropped from the
-// index, counted in corrupt_chunks, and reported as a miss. put() only queues the chunk for
+// index, counted in corrupt_chunks, and reported as a miss. read_range() reads only the
+// 16 KiB blocks of the record that hold the range and checks each against its CRC32C, which
+// the index entry carries (format 2, docs/ssd-cache.md); a block that fails is a corrupt
+// record the same way. put() only queues the chunk for
 // the background writer thread (a bounded queue; a put that does not fit is dropped and
 // counted), so callers never wait on the disk. The writer appends the record, then writes
 // the index entry: after a crash an entry either points at complete data or at data that
@@ -40,6 +43,8 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,6 +116,13 @@ class SsdCache final : public BlockCache {
 
   // The chunk if stored intact for exactly this key; nullptr otherwise (never an error).
   ChunkPtr get(const ChunkKey& key) override;
+  // Reads only the checksum blocks of the chunk's record that hold the range (O_DIRECT when
+  // aligned) and checks each against its CRC in the index entry; a block that fails is a
+  // corrupt record (dropped, counted in corrupt_chunks, a miss). A record whose entry has no
+  // block CRCs (format 1) is read and checked whole. Counted in hits (hit_bytes: the range's
+  // bytes) and range_hits. promote is not used.
+  bool read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                  bool* promote = nullptr) override;
   // Queues the chunk for writing, waiting up to put_wait for room in the queue. Dropped when
   // the queue stays full, the tier is degraded, or the chunk does not fit a region.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
@@ -134,8 +146,10 @@ class SsdCache final : public BlockCache {
   };
   struct Counters {
     std::atomic<uint64_t> hits{0}, hit_bytes{0}, misses{0}, inserted_bytes{0}, evicted_bytes{0},
-        corrupt_chunks{0}, errors{0}, dropped_writes{0}, rejected_writes{0};
+        corrupt_chunks{0}, errors{0}, dropped_writes{0}, rejected_writes{0}, range_hits{0};
   };
+  // Range reads up to this size use a buffer the thread keeps; larger ones allocate.
+  static constexpr size_t kRangeBufferMaxBytes = 256 << 10;
 
   SsdCache(SsdCacheOptions options, Clock& clock, io::UniqueFd lock_fd,
            std::unique_ptr<SsdIndex> index, std::vector<io::UniqueFd> region_fds);
@@ -150,6 +164,19 @@ class SsdCache final : public BlockCache {
   void expire();
   // Drops key's entry (if still e) and its accounting.
   void drop_entry(const std::string& key, const SsdIndexEntry& e);
+  // Reads, shared by get() and read_range(). find: the entry of key (encoded as enc) if the
+  // tier is on and the entry is live; nullopt otherwise (the caller counts the miss).
+  std::optional<SsdIndexEntry> find(const ChunkKey& key, const std::string& enc);
+  // The record of e, read and checked whole (counts the hit or the miss).
+  ChunkPtr read_whole(const std::string& enc, SsdIndexEntry e);
+  // True when e's region was refilled or freed since e was written.
+  bool stale(const SsdIndexEntry& e) const;
+  // A record that failed its checks: counted as corrupt unless stale, dropped, a miss.
+  void reject(const std::string& enc, const SsdIndexEntry& e, std::string_view what);
+  // A hit of `bytes`: counted, and the entry's read time refreshed (ttl).
+  void served(const std::string& enc, const SsdIndexEntry& e, uint64_t bytes);
+  // This thread's range read buffer of at least n bytes (n <= kRangeBufferMaxBytes), aligned.
+  static std::byte* range_buffer(size_t n);
   // Counts and logs an I/O failure and turns the tier off for error_backoff.
   void fail(const Status& s, std::string_view what);
   void warn_limited(const std::string& line);

@@ -119,10 +119,16 @@ Result<std::unique_ptr<SsdCache>> SsdCache::open(SsdCacheOptions options, Clock&
 Status SsdCache::recover() {
   const uint32_t count = static_cast<uint32_t>(region_fds_.size());
   // A different region size moves every record: start empty rather than reinterpret them.
+  // Format 2 adds index entries with block CRCs (docs/ssd-cache.md); a format 1 cache is
+  // kept as it is (its entries still decode, and their records are read whole), while a
+  // build that knows only format 1 starts empty on a format 2 cache rather than dropping
+  // entries it cannot decode.
   const std::string format =
+      fmt::format("warmfs-ssd-cache 2 region_bytes={}", options_.region_bytes);
+  const std::string format1 =
       fmt::format("warmfs-ssd-cache 1 region_bytes={}", options_.region_bytes);
   WARMFS_ASSIGN_OR_RETURN(auto stored, index_->get_meta("format"));
-  if (stored && *stored != format) {
+  if (stored && *stored != format && *stored != format1) {
     log::warn("ssd cache {}: layout changed ({} -> {}); starting empty", options_.dir, *stored,
               format);
     WARMFS_RETURN_IF_ERROR(index_->clear());

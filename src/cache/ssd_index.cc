@@ -14,8 +14,11 @@ constexpr char kChunkPrefix = 'c';
 constexpr char kBackPrefix = 'g';
 constexpr char kRegionPrefix = 'r';
 constexpr char kMetaPrefix = 'm';
-constexpr uint8_t kEntryVersion = 1;
+constexpr uint8_t kEntryVersion1 = 1;  // without block CRCs
+constexpr uint8_t kEntryVersion2 = 2;  // with them
 constexpr size_t kEntryBytes = 1 + 4 + 8 + 8 + 4 + 4 + 8;
+// A version 2 entry: the version 1 fields, block_bytes, then the block CRCs.
+constexpr size_t kEntryBytesV2 = kEntryBytes + 4;
 
 void put_be(std::string& out, uint64_t v, int bytes) {
   for (int i = bytes - 1; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -51,19 +54,29 @@ std::string region_key(uint32_t region) {
 }  // namespace
 
 std::string encode_index_entry(const SsdIndexEntry& e) {
+  const bool blocks = e.block_bytes != 0;
   std::string v;
-  v.reserve(kEntryBytes);
-  v.push_back(static_cast<char>(kEntryVersion));
+  v.reserve(blocks ? kEntryBytesV2 + 4 * e.block_crcs.size() : kEntryBytes);
+  v.push_back(static_cast<char>(blocks ? kEntryVersion2 : kEntryVersion1));
   put_be(v, e.region, 4);
   put_be(v, e.gen, 8);
   put_be(v, e.offset, 8);
   put_be(v, e.length, 4);
   put_be(v, e.crc32c, 4);
   put_be(v, static_cast<uint64_t>(e.last_read_sec), 8);
+  if (blocks) {
+    put_be(v, e.block_bytes, 4);
+    for (uint32_t crc : e.block_crcs) put_be(v, crc, 4);
+  }
   return v;
 }
 std::optional<SsdIndexEntry> decode_index_entry(std::string_view v) {
-  if (v.size() != kEntryBytes || static_cast<uint8_t>(v[0]) != kEntryVersion) return std::nullopt;
+  if (v.empty()) return std::nullopt;
+  const auto version = static_cast<uint8_t>(v[0]);
+  if (version == kEntryVersion1 ? v.size() != kEntryBytes
+                                : version != kEntryVersion2 || v.size() < kEntryBytesV2) {
+    return std::nullopt;
+  }
   const char* p = v.data() + 1;
   SsdIndexEntry e;
   e.region = static_cast<uint32_t>(get_be(p, 4));
@@ -72,6 +85,16 @@ std::optional<SsdIndexEntry> decode_index_entry(std::string_view v) {
   e.length = static_cast<uint32_t>(get_be(p + 20, 4));
   e.crc32c = static_cast<uint32_t>(get_be(p + 24, 4));
   e.last_read_sec = static_cast<int64_t>(get_be(p + 28, 8));
+  if (version == kEntryVersion2) {
+    e.block_bytes = static_cast<uint32_t>(get_be(p + 36, 4));
+    if (e.block_bytes == 0) return std::nullopt;
+    const uint64_t count = (uint64_t{e.length} + e.block_bytes - 1) / e.block_bytes;
+    if (v.size() != kEntryBytesV2 + 4 * count) return std::nullopt;
+    e.block_crcs.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      e.block_crcs[i] = static_cast<uint32_t>(get_be(v.data() + kEntryBytesV2 + 4 * i, 4));
+    }
+  }
   return e;
 }
 

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "warmfs/result.h"
 
@@ -37,6 +38,11 @@ struct SsdIndexEntry {
   uint32_t length = 0;        // chunk bytes (the record adds a trailer)
   uint32_t crc32c = 0;        // of the chunk bytes
   int64_t last_read_sec = 0;  // wall clock, seconds: written or last refreshed by a read
+  // The chunk's checksum blocks (block_cache.h): bytes per block, and the CRC32C of each,
+  // ceil(length / block_bytes) of them. 0 and empty for an entry without them (format 1, or
+  // a chunk put without them): such a record is only ever read whole.
+  uint32_t block_bytes = 0;
+  std::vector<uint32_t> block_crcs;
 
   bool same_place(const SsdIndexEntry& o) const {
     return region == o.region && gen == o.gen && offset == o.offset;
@@ -45,7 +51,10 @@ struct SsdIndexEntry {
 
 // An entry's value in the index (a version byte, then the fields big-endian), and back:
 // nullopt for any value that is not exactly one well-formed entry (a crash or foreign bytes
-// may leave anything there). Pure functions.
+// may leave anything there). Version 1: region, gen, offset, length, crc32c, last_read_sec
+// (37 bytes). Version 2, for an entry with block CRCs: the same, then block_bytes (u32, not
+// 0) and the block CRCs (u32 each, exactly as many as length needs). An entry without block
+// CRCs is written as version 1, and both decode. Pure functions.
 std::string encode_index_entry(const SsdIndexEntry& e);
 std::optional<SsdIndexEntry> decode_index_entry(std::string_view value);
 

@@ -1,6 +1,7 @@
 #include "cache/tiered_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace warmfs {
 
@@ -11,16 +12,41 @@ ChunkPtr TieredCache::get(const ChunkKey& key) {
   return c;
 }
 
+bool TieredCache::read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                             bool* promote_out) {
+  if (upper_.read_range(key, offset, out, nullptr)) return true;
+  if (!lower_.read_range(key, offset, out, nullptr)) return false;
+  if (promote_out != nullptr && promote_range(key)) *promote_out = true;
+  return true;
+}
+
+void TieredCache::Seen::insert(uint64_t h, size_t window) {
+  if (newer.size() >= std::max<size_t>(window / 2, 1)) {
+    older.swap(newer);  // the older generation is forgotten; its buckets are reused
+    newer.clear();
+  }
+  newer.insert(h);
+}
+
 bool TieredCache::promote(const ChunkKey& key) {
-  if (options_.promote_after_second_hit == 0) return true;
   const uint64_t h = ChunkKeyHash{}(key);
   std::lock_guard lock(seen_mu_);
-  if (seen_new_.erase(h) + seen_old_.erase(h) > 0) return true;
-  if (seen_new_.size() >= std::max<size_t>(options_.promote_after_second_hit / 2, 1)) {
-    seen_old_.swap(seen_new_);  // the older generation is forgotten; its buckets are reused
-    seen_new_.clear();
-  }
-  seen_new_.insert(h);
+  if (seen_range_.erase(h)) return true;  // read by a range lately: this is its second hit
+  if (options_.promote_after_second_hit == 0) return true;
+  if (seen_.erase(h)) return true;
+  seen_.insert(h, options_.promote_after_second_hit);
+  return false;
+}
+
+bool TieredCache::promote_range(const ChunkKey& key) {
+  const size_t window = options_.promote_range_after_second_hit != 0
+                            ? options_.promote_range_after_second_hit
+                        : options_.promote_after_second_hit != 0 ? options_.promote_after_second_hit
+                                                                 : kRangePromoteWindow;
+  const uint64_t h = ChunkKeyHash{}(key);
+  std::lock_guard lock(seen_mu_);
+  if (seen_range_.contains(h)) return true;  // left marked for the get() this leads to
+  seen_range_.insert(h, window);
   return false;
 }
 
@@ -45,6 +71,7 @@ BlockCacheCounters TieredCache::counters() const {
   c.errors = u.errors + l.errors;
   c.dropped_writes = u.dropped_writes + l.dropped_writes;
   c.rejected_writes = u.rejected_writes + l.rejected_writes;
+  c.range_hits = u.range_hits + l.range_hits;
   return c;
 }
 

@@ -32,6 +32,12 @@ class TieredCache final : public BlockCache {
     // 0: every lower hit is promoted. Else: promoted on a second lower hit among about this
     // many recent ones (twice the chunks the upper tier holds is a good size).
     size_t promote_after_second_hit = 0;
+    // Range hits (read_range): promoted on a second range hit among about this many recent
+    // range hits; 0: the window above, or 1,024 when that is 0 too. Promoting costs a whole
+    // chunk read where the range read cost a block, so it is worth it only if the chunk is
+    // read again while memory holds it: twice the chunks the upper tier holds, and no more,
+    // is a good size (random reads over more than memory holds then promote little).
+    size_t promote_range_after_second_hit = 0;
   };
   TieredCache(BlockCache& upper, BlockCache& lower) : TieredCache(upper, lower, Options{}) {}
   TieredCache(BlockCache& upper, BlockCache& lower, Options options)
@@ -42,6 +48,13 @@ class TieredCache final : public BlockCache {
   ChunkPtr get(const ChunkKey& key) override;
   // Puts into both tiers.
   void put(const ChunkKey& key, ChunkPtr chunk) override;
+  // The range from the upper tier, else from the lower tier's range read (so a small read
+  // never brings a whole chunk by itself). A lower hit is promoted on a second range hit
+  // (Options): then *promote is set and the key stays marked, so the caller's get() of the
+  // whole chunk (off the reader's path) promotes it. Without promote, nothing goes up. A
+  // get() of a chunk hit by a range read lately is a second hit too.
+  bool read_range(const ChunkKey& key, uint64_t offset, std::span<std::byte> out,
+                  bool* promote = nullptr) override;
   // hits = upper hits + lower hits, misses = lower misses (asked of both, found in neither);
   // bytes, errors and drops are the tiers' sums.
   BlockCacheCounters counters() const override;
@@ -54,16 +67,27 @@ class TieredCache final : public BlockCache {
   BlockCache& lower() { return lower_; }
 
  private:
-  // True when key should go up now: always without a window; else on its second lower hit.
+  // Hashes of chunks hit once in the lower tier lately, in two generations: when the newer
+  // holds half the window, it becomes the older and the older is dropped.
+  struct Seen {
+    std::unordered_set<uint64_t> newer, older;
+    bool contains(uint64_t h) const { return newer.count(h) + older.count(h) > 0; }
+    bool erase(uint64_t h) { return newer.erase(h) + older.erase(h) > 0; }
+    void insert(uint64_t h, size_t window);
+  };
+  static constexpr size_t kRangePromoteWindow = 1024;
+  // True when key should go up now (a whole hit): always without a window; else on its
+  // second lower hit, or after a range hit.
   bool promote(const ChunkKey& key);
+  // True when a range hit of key makes it due for promotion; it stays marked for promote().
+  bool promote_range(const ChunkKey& key);
 
   BlockCache& upper_;
   BlockCache& lower_;
   const Options options_;
   std::mutex seen_mu_;  // protects the two sets below
-  // Hashes of chunks hit once in the lower tier lately, in two generations: when the newer
-  // holds half the window, it becomes the older and the older is dropped.
-  std::unordered_set<uint64_t> seen_new_, seen_old_;
+  Seen seen_;           // whole hits
+  Seen seen_range_;     // range hits
 };
 
 }  // namespace warmfs

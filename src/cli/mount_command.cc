@@ -191,6 +191,11 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   TieredCache::Options disk_promotion;
   disk_promotion.promote_after_second_hit =
       std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
+  // A chunk read by small random reads (range reads of the SSD tier) goes up on a second one
+  // only within twice what memory holds: from further apart, memory would not keep it until
+  // it is read again, and promoting it costs a whole chunk read (tiered_cache.h).
+  disk_promotion.promote_range_after_second_hit =
+      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1);
   if (!a.cache_dir.empty()) {
     WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
                                                   budget.ssd_queue_bytes, clock));
@@ -206,9 +211,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
       below = d.disk_over_remote.get();
     }
     // With a local SSD tier, memory sits over the disk as without servers, and keeps its
-    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip).
+    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip),
+    // except small reads' ranges, which go up as over a disk.
+    TieredCache::Options remote_promotion;
+    remote_promotion.promote_range_after_second_hit = disk_promotion.promote_range_after_second_hit;
     d.tiers = std::make_unique<TieredCache>(*d.memory, *below,
-                                            d.disk ? disk_promotion : TieredCache::Options{});
+                                            d.disk ? disk_promotion : remote_promotion);
     cache = d.tiers.get();
   }
   d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());

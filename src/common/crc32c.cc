@@ -122,6 +122,57 @@ bool detect_sse42() {
 bool detect_sse42() { return false; }
 #endif
 
+// Arithmetic on polynomials modulo the CRC's, in its reflected bit order (x^0 is the top
+// bit), as zlib's crc32_combine does it.
+// a * b modulo the polynomial.
+uint32_t mult_mod_p(uint32_t a, uint32_t b) {
+  uint32_t m = 1u << 31;
+  uint32_t p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) == 0) break;
+    }
+    m >>= 1;
+    b = (b & 1) ? (b >> 1) ^ kPolyReflected : b >> 1;
+  }
+  return p;
+}
+
+// x^(2^k) modulo the polynomial, for every k a 64-bit byte count needs (8 * n < 2^67).
+using PowerTable = std::array<uint32_t, 67>;
+constexpr PowerTable make_power_table() {
+  PowerTable t{};
+  uint32_t p = 1u << 30;  // x^1
+  t[0] = p;
+  for (size_t k = 1; k < t.size(); ++k) {
+    // p = p * p modulo the polynomial, as mult_mod_p (constexpr copy).
+    uint32_t a = p, b = p, m = 1u << 31, r = 0;
+    for (;;) {
+      if (a & m) {
+        r ^= b;
+        if ((a & (m - 1)) == 0) break;
+      }
+      m >>= 1;
+      b = (b & 1) ? (b >> 1) ^ kPolyReflected : b >> 1;
+    }
+    p = r;
+    t[k] = p;
+  }
+  return t;
+}
+constexpr PowerTable kPowers = make_power_table();
+
+// x^(8 * n) modulo the polynomial: the shift over n zero bytes.
+uint32_t shift_bytes(uint64_t n) {
+  uint32_t p = 1u << 31;  // x^0
+  unsigned k = 3;         // 8 * n = n * 2^3
+  for (; n != 0; n >>= 1, ++k) {
+    if (n & 1) p = mult_mod_p(kPowers[k], p);
+  }
+  return p;
+}
+
 bool use_hardware() {
   static const bool hw = detect_sse42();
   return hw;
@@ -149,5 +200,15 @@ uint32_t crc32c(std::string_view data, uint32_t crc) {
 }
 
 bool crc32c_is_hardware() { return use_hardware(); }
+
+uint32_t crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  return mult_mod_p(shift_bytes(len_b), crc_a) ^ crc_b;
+}
+
+Crc32cCombiner::Crc32cCombiner(uint64_t len_b) : shift_(shift_bytes(len_b)) {}
+
+uint32_t Crc32cCombiner::operator()(uint32_t crc_a, uint32_t crc_b) const {
+  return mult_mod_p(shift_, crc_a) ^ crc_b;
+}
 
 }  // namespace warmfs

@@ -262,6 +262,7 @@ std::string Filesystem::stats_json() const {
   j["disk_cache"] = disk_cache_ != nullptr;
   j["disk_hit_bytes"] = dc.hit_bytes;
   j["disk_hit_ratio"] = ratio(dc.hits, dc.misses);
+  j["disk_range_hits"] = dc.range_hits;  // small reads served by reading only their blocks
   j["disk_write_bytes"] = dc.inserted_bytes;
   j["cache_used_bytes"] = dc.used_bytes;
   j["cache_capacity_bytes"] = dc.capacity_bytes;

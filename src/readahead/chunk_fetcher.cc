@@ -127,6 +127,44 @@ ChunkRef ChunkFetcher::acquire(const ChunkKey& key, uint64_t length, Mode mode,
   return ref;
 }
 
+ChunkPtr ChunkFetcher::read_small(const ChunkKey& key, uint64_t length, uint64_t offset, uint64_t n,
+                                  bool* whole) {
+  *whole = false;
+  if (key.etag.empty() || &fast_cache_ == &cache_ || offset > length || n > length - offset) {
+    return nullptr;
+  }
+  if (ChunkPtr c = fast_cache_.get(key); c && c->bytes.size() == length) {
+    cache_hit_bytes_.fetch_add(length, std::memory_order_relaxed);
+    *whole = true;
+    return c;
+  }
+  {
+    // A fetch under way brings the chunk whole: join it rather than read the disk beside it.
+    // A chunk an order pinned is held for its reader: acquire() hands it over.
+    std::lock_guard lock(inflight_mu_);
+    if (inflight_.count(key) != 0 || pinned_.count(key) != 0) return nullptr;
+  }
+  std::vector<std::byte> bytes(n);
+  bool promote = false;
+  if (!cache_.read_range(key, offset, bytes, &promote)) return nullptr;
+  range_reads_.fetch_add(1, std::memory_order_relaxed);
+  cache_hit_bytes_.fetch_add(n, std::memory_order_relaxed);
+  if (promote) {
+    // Read again soon: the chunk whole, into memory (TieredCache::get promotes it), by a
+    // fetch thread; a reader of it meanwhile joins that fetch.
+    std::vector<PendingFetch> pending;
+    acquire(key, length, Mode::kDemand, &pending);
+    if (!pending.empty()) {
+      promotions_.fetch_add(1, std::memory_order_relaxed);
+      submit(std::move(pending));
+    }
+  }
+  auto chunk = std::make_shared<Chunk>();
+  chunk->crc32c = crc32c(bytes);
+  chunk->bytes = ChunkBytes(std::move(bytes));
+  return chunk;
+}
+
 bool ChunkFetcher::pinned_locked(const ChunkKey& key, ChunkRef& ref) const {
   auto it = pinned_.find(key);
   if (it == pinned_.end()) return false;
@@ -300,9 +338,10 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
   // ObjectStore::get_range_progress: the last byte may be asked for again).
   size_t next = from;    // first chunk not made yet
   uint64_t next_at = 0;  // its offset in buf
-  // Each chunk's CRC32C, computed as its bytes arrive (while they are in the core's cache),
-  // when the store shows them; else make_chunk_slice reads the buffer for it.
-  std::vector<uint32_t> crc(to - from, 0);
+  // Each chunk's CRC32Cs (its blocks', and its own combined from them), computed as its bytes
+  // arrive (while they are in the core's cache), when the store shows them; else
+  // make_chunk_slice reads the buffer for them.
+  std::vector<ChunkCrcs> crcs(to - from);
   uint64_t hashed = 0;   // bytes [0, hashed) of buf are in crc
   bool streamed = true;  // no byte was missed
   const RangeBytesSeen seen = [&](uint64_t at, std::span<const std::byte> bytes) {
@@ -316,16 +355,17 @@ void ChunkFetcher::fetch_stretch(const std::vector<PendingFetch>& run, size_t fr
       const uint64_t c = hashed / options_.chunk_size;  // run[from + c]; all but the last full
       const uint64_t chunk_end = std::min(total, (c + 1) * options_.chunk_size);
       const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes.size(), chunk_end - hashed));
-      crc[c] = crc32c(bytes.first(n), crc[c]);
+      crcs[c].update(bytes.first(n));
       hashed += n;
       bytes = bytes.subspan(n);
     }
   };
   auto make_up_to = [&](uint64_t bytes, size_t limit) {
     while (next < limit && next_at + run[next].length <= bytes) {
-      chunks[next] = streamed && next_at + run[next].length <= hashed
-                         ? make_chunk_slice(buf, next_at, run[next].length, crc[next - from])
-                         : make_chunk_slice(buf, next_at, run[next].length);
+      chunks[next] =
+          streamed && next_at + run[next].length <= hashed
+              ? make_chunk_slice(buf, next_at, run[next].length, std::move(crcs[next - from]))
+              : make_chunk_slice(buf, next_at, run[next].length);
       next_at += run[next].length;
       ++next;
     }
@@ -367,6 +407,8 @@ ReadPathCounters ChunkFetcher::counters() const {
   c.prefetch_wasted_chunks = prefetch_wasted_.load(std::memory_order_relaxed);
   c.inflight_bytes = budget_used_.load(std::memory_order_relaxed) + handoff_charge();
   c.fetch_errors = fetch_errors_.load(std::memory_order_relaxed);
+  c.range_reads = range_reads_.load(std::memory_order_relaxed);
+  c.range_promotions = promotions_.load(std::memory_order_relaxed);
   return c;
 }
 

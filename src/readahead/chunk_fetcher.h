@@ -113,6 +113,15 @@ class ChunkFetcher {
   void unpin(const ChunkKey& key);
   // True when key is pinned and its fetch has not finished.
   bool pin_pending(const ChunkKey& key);
+  // A small read that is not part of a stream, on the caller's thread: bytes [offset, offset
+  // + n) of chunk key (of `length` bytes). The chunk whole if the fast tier has it (*whole is
+  // then true); else, with slower tiers beneath it, the bytes read from them with
+  // read_range(), as a chunk of their own (its byte 0 is byte `offset` of the chunk), without
+  // reading the chunk whole; else nullptr (not cached, being fetched already, a version
+  // without an ETag, or no slower tier): the caller then acquires the chunk as usual. When a
+  // tier says the chunk is due for promotion, a fetch of it whole starts, not waited for.
+  ChunkPtr read_small(const ChunkKey& key, uint64_t length, uint64_t offset, uint64_t n,
+                      bool* whole);
   // Returns budget taken by a prefetch.
   void release(uint64_t charged_bytes);
   // Read-ahead budget not taken right now (a hint: others may take it meanwhile).
@@ -199,6 +208,8 @@ class ChunkFetcher {
   std::atomic<uint64_t> prefetched_{0};
   std::atomic<uint64_t> prefetch_wasted_{0};
   std::atomic<uint64_t> fetch_errors_{0};
+  std::atomic<uint64_t> range_reads_{0};
+  std::atomic<uint64_t> promotions_{0};
 
   ThreadPool pool_;  // last: its threads use the members above, so it stops first
 };

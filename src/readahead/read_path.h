@@ -90,6 +90,10 @@ struct ReadPathCounters {
   // tier to take it beyond handoff_allowance_bytes).
   uint64_t inflight_bytes = 0;
   uint64_t fetch_errors = 0;
+  // Small reads served by a range read of a slower tier (only the blocks that hold them),
+  // and the chunks those reads then fetched whole to promote them into memory.
+  uint64_t range_reads = 0;
+  uint64_t range_promotions = 0;
 };
 
 // A piece of a read: bytes [offset, offset + length) of a chunk. Holding it keeps the chunk.

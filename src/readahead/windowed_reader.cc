@@ -58,9 +58,34 @@ Result<size_t> WindowedReader::read_slices(uint64_t offset, uint64_t length,
   const uint64_t end = offset + len;
   const uint64_t first = offset / chunk_size_;
   const uint64_t last = (end - 1) / chunk_size_;
+  // A small read within one chunk, of less than the chunk: if it turns out not to be part of
+  // a stream, it may be served by a range read of a slower tier.
+  const bool small = first == last && len <= kSmallReadBytes && len < chunk_length(first);
+  bool range = false;
   {
     std::lock_guard lock(mu_);
-    plan_locked(offset, end, first, last);
+    range = plan_locked(offset, end, first, last, small);
+  }
+  if (range) {
+    const uint64_t base = first * chunk_size_;
+    bool whole = false;
+    ChunkPtr c = fetcher_->read_small(ChunkKey{key_.bucket, version_.key, version_.etag, first},
+                                      chunk_length(first), offset - base, len, &whole);
+    if (c && !whole) {
+      out.push_back(ChunkSlice{std::move(c), 0, static_cast<size_t>(len)});
+      return static_cast<size_t>(len);
+    }
+    if (c) {
+      // In memory after all: held in a slot like any chunk found there.
+      std::lock_guard lock(mu_);
+      if (slots_.count(first) == 0) {
+        Slot slot;
+        slot.chunk = std::move(c);
+        slot.in_memory = true;
+        slots_.emplace(first, std::move(slot));
+      }
+    }
+    // Otherwise obtain() below starts the chunk's demand fetch.
   }
   size_t total = 0;
   uint64_t from_memory = 0;
@@ -107,7 +132,8 @@ void WindowedReader::drop_unread_after(uint64_t failed, uint64_t last) {
   }
 }
 
-void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last) {
+bool WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last,
+                                 bool small) {
   const ReadaheadOptions& o = fetcher_->options();
   const bool was_open = window_ > 0;
   // With a window open, the kernel's concurrent read-ahead requests arrive out of order:
@@ -138,8 +164,11 @@ void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
   } else if (!was_open) {
     window_ = o.initial_window_chunks;
   }
+  // A small read outside any stream, of a chunk this reader does not hold: left to the
+  // caller's range read (no fetch started here).
+  const bool range = small && !sequential && slots_.count(first) == 0;
   bool waits = false;
-  for (uint64_t i = first; i <= last; ++i) waits |= ensure_demand_locked(i);
+  for (uint64_t i = first; i <= last && !range; ++i) waits |= ensure_demand_locked(i);
   if (sequential && was_open && waits) {
     window_ = std::min(window_ * 2, fetcher_->window_cap_chunks());
   }
@@ -152,6 +181,7 @@ void WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
     }
   }
   if (window_ > 0) issue_prefetches_locked(last);
+  return range;
 }
 
 bool WindowedReader::ensure_demand_locked(uint64_t index) {

@@ -15,6 +15,13 @@
 // fetches exactly the chunks it touches. Prefetches go through the global budget and stop when it
 // is spent; a prefetch that failed is retried once by the read that needs it.
 //
+// A small read (a part of one chunk, at most kSmallReadBytes) that is not sequential and whose
+// chunk the reader does not hold is first tried, on the reader's thread, against the memory
+// tier and then as a range read of the slower tiers (ChunkFetcher::read_small), which reads
+// and checks only the blocks that hold it; only a miss there fetches the chunk whole. So a
+// random 4 KiB read served by the SSD tier costs one small disk read, not a 1 MiB one and a
+// hand-off to a fetch thread. Its bytes are not kept in a slot (they are not a chunk).
+//
 // Thread safe: mu_ guards the slots and the window. A read holds it to plan (look up slots,
 // start fetches, which never block) and to clean up, but not while waiting for a fetch or
 // copying bytes, so concurrent reads on one handle overlap.
@@ -56,8 +63,10 @@ class WindowedReader final : public Reader {
   };
 
   uint64_t chunk_length(uint64_t index) const;
-  // Under mu_: sequential detection, slots for [first, last], window, prefetches.
-  void plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last);
+  // Under mu_: sequential detection, slots for [first, last], window, prefetches. With small
+  // (a read of part of one chunk, at most kSmallReadBytes): true, and no slot made, when the
+  // read is not sequential and the chunk has no slot, for the caller to try a range read.
+  bool plan_locked(uint64_t offset, uint64_t end, uint64_t first, uint64_t last, bool small);
   // Slot for index, started as a demand fetch if there is none. Returns true if the caller
   // will have to wait for it.
   bool ensure_demand_locked(uint64_t index);
@@ -73,6 +82,11 @@ class WindowedReader final : public Reader {
 
   // How far behind the stream's head a read may start and still belong to it.
   static constexpr uint64_t kReorderSlackChunks = 8;
+  // Reads of at most this many bytes that are not part of a stream try a range read of the
+  // slower tiers before fetching their chunk whole (ChunkFetcher::read_small): a random read
+  // of a few kilobytes then costs the disk a block or two rather than a whole chunk. 128 KiB:
+  // the kernel's read-ahead unit, above which reading the whole chunk costs little more.
+  static constexpr uint64_t kSmallReadBytes = 128 << 10;
 
   const std::shared_ptr<ChunkFetcher> fetcher_;
   const ObjectVersion version_;

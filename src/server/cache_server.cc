@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "cache/remote_protocol.h"
+#include "common/crc32c.h"
 #include "common/log.h"
 #include "server/chunk_request.h"
 
@@ -225,6 +226,11 @@ http::ServerResponse CacheServer::handle_chunk(const http::ServerRequest& reques
     return refuse(400, bad->code, bad->message);
   }
   const ChunkKey key = std::get<ChunkKey>(std::move(parsed));
+  auto parsed_range = parse_chunk_range(request);
+  if (const auto* bad = std::get_if<ChunkRequestError>(&parsed_range)) {
+    return refuse(400, bad->code, bad->message);
+  }
+  const std::optional<ChunkRange> range = std::get<std::optional<ChunkRange>>(parsed_range);
   auto bit = buckets_.find(key.bucket);
   if (bit == buckets_.end()) {
     return refuse(404, "NoSuchBucket", "this server does not serve bucket " + key.bucket);
@@ -252,6 +258,19 @@ http::ServerResponse CacheServer::handle_chunk(const http::ServerRequest& reques
                   fmt::format("{} has {} bytes: no chunk {}", key.key, *size, key.index));
   }
   const uint64_t length = std::min(cs, *size - key.index * cs);
+  if (range && (range->offset > length || range->length > length - range->offset)) {
+    return refuse(416, "RangePastEnd",
+                  fmt::format("chunk {} of {} has {} bytes: no range {}+{}", key.index, key.key,
+                              length, range->offset, range->length));
+  }
+  if (range) {
+    // Only the range, from memory or the SSD tier's blocks (never a whole chunk read for
+    // it); a miss reads the chunk whole below, as a whole request does.
+    std::vector<std::byte> bytes(range->length);
+    if (cache_.read_range(key, range->offset, bytes)) {
+      return chunk_answer(ChunkBytes(std::move(bytes)), nullptr, true, range->offset, start);
+    }
+  }
   ChunkPtr chunk = cache_.get(key);
   bool hit = chunk && chunk->bytes.size() == length;
   if (!hit) {
@@ -267,14 +286,32 @@ http::ServerResponse CacheServer::handle_chunk(const http::ServerRequest& reques
     }
     chunk = slices[0].chunk;
   }
-  (hit ? hit_bytes_ : miss_bytes_).fetch_add(length, std::memory_order_relaxed);
-  bytes_served_.fetch_add(length, std::memory_order_relaxed);
+  if (range) {
+    const std::byte* from = chunk->bytes.data() + range->offset;
+    return chunk_answer(ChunkBytes(std::vector<std::byte>(from, from + range->length)), nullptr,
+                        hit, range->offset, start);
+  }
+  return chunk_answer(chunk->bytes, chunk, hit, std::nullopt, start);
+}
+
+http::ServerResponse CacheServer::chunk_answer(const ChunkBytes& bytes, ChunkPtr chunk, bool hit,
+                                               std::optional<uint64_t> offset,
+                                               std::chrono::steady_clock::time_point start) {
+  (hit ? hit_bytes_ : miss_bytes_).fetch_add(bytes.size(), std::memory_order_relaxed);
+  bytes_served_.fetch_add(bytes.size(), std::memory_order_relaxed);
   http::ServerResponse r;
   r.headers.emplace_back("Content-Type", "application/octet-stream");
-  r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(chunk->crc32c));
+  // A whole chunk's CRC was computed when it entered the caches; a range's here.
+  const uint32_t crc = chunk ? chunk->crc32c : crc32c(std::span<const std::byte>(bytes));
+  r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(crc));
   r.headers.emplace_back(remote::kSourceHeader, hit ? "hit" : "miss");
-  r.body_bytes = chunk->bytes;
-  r.body_owner = chunk;
+  if (offset) r.headers.emplace_back(remote::kOffsetHeader, std::to_string(*offset));
+  r.body_bytes = bytes;
+  if (chunk) {
+    r.body_owner = std::move(chunk);
+  } else {
+    r.body_owner = std::make_shared<const ChunkBytes>(bytes);
+  }
   const uint64_t us = micros_since(start, clock_);
   latency_us_.record(us);
   (hit ? hit_latency_us_ : miss_latency_us_).record(us);

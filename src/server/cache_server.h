@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -109,6 +110,11 @@ class CacheServer {
 
   http::ServerResponse answer(const http::ServerRequest& request);
   http::ServerResponse handle_chunk(const http::ServerRequest& request);
+  // A 200 answer of bytes (a whole chunk, kept alive by chunk, whose CRC it carries; or, with
+  // chunk null, a range at offset, checksummed here), counted and timed.
+  http::ServerResponse chunk_answer(const ChunkBytes& bytes, ChunkPtr chunk, bool hit,
+                                    std::optional<uint64_t> offset,
+                                    std::chrono::steady_clock::time_point start);
   // Size of key at etag, from a recent check or a new HEAD; an error Status says why not.
   Result<uint64_t> check_version(Bucket& b, const std::string& bucket, const std::string& key,
                                  const std::string& etag);

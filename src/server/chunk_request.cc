@@ -48,6 +48,21 @@ std::variant<ChunkKey, ChunkRequestError> parse_chunk_request(const http::Server
   return key;
 }
 
+std::variant<std::optional<ChunkRange>, ChunkRequestError> parse_chunk_range(
+    const http::ServerRequest& request) {
+  const bool has_offset = request.has_arg("offset");
+  if (has_offset != request.has_arg("length")) {
+    return ChunkRequestError{"BadRequest", "offset and length go together"};
+  }
+  if (!has_offset) return std::optional<ChunkRange>();
+  const auto offset = parse_u64(request.arg("offset"));
+  const auto length = parse_u64(request.arg("length"));
+  if (!offset || !length || *length == 0) {
+    return ChunkRequestError{"BadRequest", "offset and length must be numbers, length not 0"};
+  }
+  return std::optional<ChunkRange>(ChunkRange{*offset, *length});
+}
+
 bool bearer_token_ok(std::string_view authorization, std::string_view token) {
   constexpr std::string_view kBearer = "Bearer ";
   return authorization.starts_with(kBearer) &&

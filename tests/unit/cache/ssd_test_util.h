@@ -7,7 +7,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "cache/block_cache.h"
 #include "cache/ssd_cache.h"
@@ -17,7 +19,8 @@
 
 namespace warmfs::testing {
 
-// Delegates to pread/pwrite unless told to fail reads or writes with an errno.
+// Delegates to pread/pwrite unless told to fail reads or writes with an errno. Logs the size
+// of every read.
 class FaultyIo final : public io::FileIo {
  public:
   std::atomic<int> write_errno{0};
@@ -25,8 +28,21 @@ class FaultyIo final : public io::FileIo {
   std::atomic<uint64_t> writes{0};
 
   Result<size_t> read_at(int fd, std::span<std::byte> out, uint64_t offset) override {
+    {
+      std::lock_guard lock(mu_);
+      read_sizes_.push_back(out.size());
+    }
     if (int e = read_errno.load()) return io::errno_status(e, "injected read");
     return inner_->read_at(fd, out, offset);
+  }
+  // The sizes of the reads asked for since the last clear_reads(), in order.
+  std::vector<size_t> read_sizes() const {
+    std::lock_guard lock(mu_);
+    return read_sizes_;
+  }
+  void clear_reads() {
+    std::lock_guard lock(mu_);
+    read_sizes_.clear();
   }
   Status write_at(int fd, std::span<const std::byte> data, uint64_t offset) override {
     if (int e = write_errno.load()) return io::errno_status(e, "injected write");
@@ -37,6 +53,8 @@ class FaultyIo final : public io::FileIo {
 
  private:
   std::unique_ptr<io::FileIo> inner_ = io::make_posix_file_io();
+  mutable std::mutex mu_;  // protects read_sizes_
+  std::vector<size_t> read_sizes_;
 };
 
 // Opens the cache, failing the test with the reason when it cannot.

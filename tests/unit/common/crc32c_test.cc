@@ -68,3 +68,47 @@ TEST_CASE("crc32c extends across pieces", "[common]") {
   CHECK(crc32c(b, crc32c(a)) == crc32c(a + b));
   CHECK(crc32c_portable(as_span(b), crc32c_portable(as_span(a))) == crc32c(a + b));
 }
+
+TEST_CASE("crc32c_combine gives the CRC of the joined bytes", "[common][crc32c_combine]") {
+  std::mt19937_64 rng(7);
+  std::vector<std::byte> data(3 << 20);
+  for (auto& b : data) b = std::byte(rng() & 0xff);
+  const std::span<const std::byte> all(data);
+  // Splits at every kind of place: empty pieces, odd lengths, powers of two, megabytes.
+  const std::vector<size_t> lengths = {0,    1,     3,     7,     8,       9,      255,
+                                       4096, 16383, 16384, 16385, 1 << 20, 3 << 20};
+  for (size_t total : lengths) {
+    for (size_t cut : {size_t{0}, size_t{1}, total / 3, total / 2, total}) {
+      if (cut > total) continue;
+      INFO("total " << total << " cut " << cut);
+      const auto a = all.first(cut);
+      const auto b = all.subspan(cut, total - cut);
+      CHECK(warmfs::crc32c_combine(crc32c(a), crc32c(b), b.size()) == crc32c(all.first(total)));
+    }
+  }
+  // Lengths past 4 GiB: shifting over n then m bytes is shifting over n + m (CRC values of
+  // pieces too long to checksum here stand for themselves).
+  const uint64_t n = (uint64_t{5} << 32) + 12345, m = (uint64_t{3} << 40) + 7;
+  const uint32_t a = 0x12345678, b = 0x9abcdef0, c = 0x0f1e2d3c;
+  CHECK(warmfs::crc32c_combine(warmfs::crc32c_combine(a, b, n), c, m) ==
+        warmfs::crc32c_combine(a, warmfs::crc32c_combine(b, c, m), n + m));
+}
+
+TEST_CASE("Crc32cCombiner folds equal pieces into the whole CRC", "[common][crc32c_combine]") {
+  std::mt19937_64 rng(11);
+  for (size_t piece : {size_t{1}, size_t{512}, size_t{16384}}) {
+    std::vector<std::byte> data(piece * 64 + 100);
+    for (auto& b : data) b = std::byte(rng() & 0xff);
+    const std::span<const std::byte> all(data);
+    const warmfs::Crc32cCombiner combine(piece);
+    uint32_t crc = crc32c(all.first(piece));
+    size_t at = piece;
+    for (; at + piece <= data.size(); at += piece)
+      crc = combine(crc, crc32c(all.subspan(at, piece)));
+    // The short tail through the general form.
+    const auto tail = all.subspan(at);
+    crc = warmfs::crc32c_combine(crc, crc32c(tail), tail.size());
+    INFO("piece " << piece);
+    CHECK(crc == crc32c(all));
+  }
+}

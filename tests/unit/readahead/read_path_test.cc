@@ -377,24 +377,31 @@ TEST_CASE("chunks take the CRC32C computed as their bytes are shown, and it is r
           "[readahead]") {
   const auto mode =
       GENERATE(ShowingStore::Mode::kPieces, ShowingStore::Mode::kRepeats, ShowingStore::Mode::kGap);
+  // Chunks of one checksum block, and of several with a short last one.
+  const uint64_t chunk = GENERATE(uint64_t{kChunk}, uint64_t{40000});
   ReadaheadOptions o = small_options();
-  o.max_request_bytes = 8 * kChunk;
+  o.chunk_size = chunk;
+  o.max_request_bytes = 8 * chunk;
   o.initial_window_chunks = 8;
   ShowingStore bucket(mode);
-  const std::vector<std::byte> data = random_bytes(20 * kChunk + 777, 5);  // a short last chunk
+  const std::vector<std::byte> data = random_bytes(20 * chunk + 777, 5);  // a short last chunk
   const ObjectVersion v{"obj", bucket.put_object("obj", data), data.size()};
   MemoryCache cache({.capacity_bytes = 1 << 30});
   ReadPath path(bucket, cache, "test-bucket", o);
   auto r = path.open(v);
   std::vector<ChunkSlice> slices;
-  for (uint64_t off = 0; off < data.size(); off += kChunk) {
-    REQUIRE(r->read_slices(off, kChunk, slices).is_ok());
+  for (uint64_t off = 0; off < data.size(); off += chunk) {
+    REQUIRE(r->read_slices(off, chunk, slices).is_ok());
     REQUIRE(slices.size() == 1);
     const Chunk& c = *slices[0].chunk;
     INFO("chunk at " << off << ", mode " << int(mode));
-    REQUIRE(c.bytes.size() == std::min<uint64_t>(kChunk, data.size() - off));
+    REQUIRE(c.bytes.size() == std::min<uint64_t>(chunk, data.size() - off));
     CHECK(std::memcmp(c.bytes.data(), data.data() + off, c.bytes.size()) == 0);
     CHECK(c.crc32c == crc32c(std::span<const std::byte>(data.data() + off, c.bytes.size())));
+    const auto from = data.begin() + static_cast<ptrdiff_t>(off);
+    ChunkPtr want =
+        make_chunk(std::vector<std::byte>(from, from + static_cast<ptrdiff_t>(c.bytes.size())));
+    CHECK(c.block_crcs == want->block_crcs);
   }
 }
 

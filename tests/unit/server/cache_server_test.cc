@@ -12,9 +12,11 @@
 #include "cache/memory_cache.h"
 #include "cache/remote_cache.h"
 #include "cache/remote_protocol.h"
+#include "cache/ssd_cache.h"
 #include "common/crc32c.h"
 #include "support/fake_clock.h"
 #include "support/memory_object_store.h"
+#include "support/temp_dir.h"
 #include "support/test_data.h"
 #include "unit/http/test_http_server.h"
 
@@ -273,4 +275,101 @@ TEST_CASE("a mount's read path reads through the server", "[remote]") {
   CHECK(buf == data);
   CHECK(own.counters().bytes_read == 0);
   CHECK(s.bucket.counters().bytes_read == data.size());
+}
+
+TEST_CASE("a range of a chunk is served alone, checked, and from an old server's whole chunk",
+          "[remote][range]") {
+  ServerSetup s;
+  const auto data = random_bytes(2 * kChunk + 5000, 13);
+  const std::string etag = s.bucket.put_object("obj", data);
+  auto rc = client({s.url()});
+  const ChunkKey k1{"data", "obj", etag, 1};
+  std::vector<std::byte> out(4096);
+  // A miss at the server: it fetches the chunk whole, then answers only the range.
+  REQUIRE(rc->read_range(k1, 70'000, out));
+  CHECK(std::memcmp(out.data(), data.data() + kChunk + 70'000, out.size()) == 0);
+  // Held now: the range again, served from the server's memory.
+  REQUIRE(rc->read_range(k1, 123, out));
+  CHECK(std::memcmp(out.data(), data.data() + kChunk + 123, out.size()) == 0);
+  // The short last chunk, to its end.
+  std::vector<std::byte> tail(1000);
+  REQUIRE(rc->read_range({"data", "obj", etag, 2}, 4000, tail));
+  CHECK(std::memcmp(tail.data(), data.data() + 2 * kChunk + 4000, tail.size()) == 0);
+  const auto sc = s.server->counters();
+  CHECK(sc.bytes_served == 2 * out.size() + tail.size());  // ranges, not chunks, went out
+  CHECK(rc->counters().range_hits == 3);
+  CHECK(rc->remote_counters().errors == 0);
+  // Past the end of the chunk: refused (a miss), the server is fine.
+  CHECK_FALSE(rc->read_range({"data", "obj", etag, 2}, 4500, tail));
+  CHECK(rc->remote_counters().refused == 1);
+  CHECK(rc->remote_counters().errors == 0);
+
+  // A server that predates ranges answers the whole chunk: the range is taken from it.
+  const std::string body(20'000, 'y');
+  testing::TestHttpServer old([&](const testing::ServerRequest&) {
+    testing::ServerReply r;
+    r.body = body;
+    r.body[10'000] = 'z';
+    r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(crc32c(r.body)));
+    return r;
+  });
+  auto oc = client({old.url()});
+  std::vector<std::byte> two(2);
+  REQUIRE(oc->read_range({"data", "obj", "e", 0}, 9'999, two));
+  CHECK(two[0] == std::byte{'y'});
+  CHECK(two[1] == std::byte{'z'});
+}
+
+TEST_CASE("range bytes that fail their CRC32C, or come from elsewhere, are a server failure",
+          "[remote][range]") {
+  const std::string body(4096, 'x');
+  int mode = 0;
+  testing::TestHttpServer bad([&](const testing::ServerRequest&) {
+    testing::ServerReply r;
+    r.body = body;
+    const uint32_t crc = crc32c(body);
+    r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(mode == 0 ? crc ^ 1 : crc));
+    r.headers.emplace_back(remote::kOffsetHeader, mode == 1 ? "0" : "8192");
+    return r;
+  });
+  std::vector<std::byte> out(4096);
+  for (mode = 0; mode < 2; ++mode) {
+    auto rc = client({bad.url()});
+    CHECK_FALSE(rc->read_range({"data", "obj", "e", 0}, 8192, out));
+    CHECK(rc->remote_counters().errors == 1);
+  }
+  mode = 2;
+  auto rc = client({bad.url()});
+  REQUIRE(rc->read_range({"data", "obj", "e", 0}, 8192, out));
+  CHECK(out[0] == std::byte{'x'});
+}
+
+TEST_CASE("a server with an SSD tier answers a range from only its blocks", "[remote][range]") {
+  testing::TempDir tmp;
+  SsdCacheOptions so;
+  so.dir = tmp.cache();
+  so.capacity_bytes = 64 << 20;
+  so.region_bytes = 16 << 20;
+  auto ssd = SsdCache::open(so, SystemClock::instance());
+  REQUIRE(ssd.is_ok());
+  MemoryObjectStore bucket("data");
+  const auto data = random_bytes(2 * kChunk, 17);
+  const std::string etag = bucket.put_object("obj", data);
+  // The chunk is in the SSD tier only (the server's memory is empty).
+  (*ssd)->put({"data", "obj", etag, 1},
+              make_chunk(std::vector<std::byte>(data.begin() + kChunk, data.end())));
+  (*ssd)->flush();
+  MemoryCache memory({.capacity_bytes = 64 << 20});
+  CacheServerOptions o;
+  o.token = kToken;
+  CacheServer server(std::map<std::string, ObjectStore*>{{"data", &bucket}}, memory, ssd->get(),
+                     SystemClock::instance(), o);
+  REQUIRE(server.start(http::ServerOptions{}).is_ok());
+  auto rc = client({"http://127.0.0.1:" + std::to_string(server.port())});
+  std::vector<std::byte> out(4096);
+  REQUIRE(rc->read_range({"data", "obj", etag, 1}, 300'000, out));
+  CHECK(std::memcmp(out.data(), data.data() + kChunk + 300'000, out.size()) == 0);
+  CHECK((*ssd)->counters().range_hits == 1);
+  CHECK(bucket.counters().bytes_read == 0);
+  CHECK(memory.counters().used_bytes == 0);  // no whole chunk was read for it
 }

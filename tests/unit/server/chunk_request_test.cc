@@ -94,3 +94,23 @@ TEST_CASE("a cache server's /v1/info and error bodies are read, or refused whole
   CHECK_FALSE(remote::parse_error_message(R"({"error":"NoSuchKey","message":3})"));
   CHECK_FALSE(remote::parse_error_message("<html>502</html>"));
 }
+
+TEST_CASE("a chunk request's range is both offset and length, or neither", "[server][range]") {
+  auto range = [](std::vector<std::pair<std::string, std::string>> q) -> std::string {
+    auto v = parse_chunk_range(chunk_request(std::move(q)));
+    if (const auto* e = std::get_if<ChunkRequestError>(&v)) return e->code;
+    const auto& r = std::get<std::optional<ChunkRange>>(v);
+    return r ? std::to_string(r->offset) + "+" + std::to_string(r->length) : "none";
+  };
+  CHECK(range({{"bucket", "b"}}) == "none");
+  CHECK(range({{"offset", "4096"}, {"length", "100"}}) == "4096+100");
+  CHECK(range({{"offset", "0"}, {"length", "1"}}) == "0+1");
+  CHECK(range({{"offset", "4096"}}) == "BadRequest");
+  CHECK(range({{"length", "4096"}}) == "BadRequest");
+  CHECK(range({{"offset", "1"}, {"length", "0"}}) == "BadRequest");
+  CHECK(range({{"offset", "-1"}, {"length", "5"}}) == "BadRequest");
+  CHECK(range({{"offset", "1x"}, {"length", "5"}}) == "BadRequest");
+  CHECK(range({{"offset", ""}, {"length", "5"}}) == "BadRequest");
+  CHECK(remote::chunk_range_target({"b", "k", "e", 3}, 8, 10, 20) ==
+        remote::chunk_target({"b", "k", "e", 3}, 8) + "&offset=10&length=20");
+}
