@@ -48,6 +48,9 @@ Attr Filesystem::attr_from(const NodeAttr& n) const {
   a.mtime_nsec = mtime.nsec;
   a.ctime_sec = ctime.sec;
   a.ctime_nsec = ctime.nsec;
+  const Timespec atime = o.atime.value_or(mtime);
+  a.atime_sec = atime.sec;
+  a.atime_nsec = atime.nsec;
   a.uid = o.uid.value_or(options_.uid);
   a.gid = o.gid.value_or(options_.gid);
   // A file's type is in its stored mode when it is not a regular file (s3fs's layout).
@@ -57,7 +60,7 @@ Attr Filesystem::attr_from(const NodeAttr& n) const {
   a.rdev = o.rdev.value_or(0);
   const uint32_t perm = o.mode ? *o.mode : (n.is_dir ? options_.dir_mode : options_.file_mode);
   a.mode = type | (perm & 07777);
-  a.nlink = n.is_dir ? 2 : 1;
+  a.nlink = n.unlinked ? 0 : (n.is_dir ? 2 : 1);
   return a;
 }
 

@@ -82,6 +82,8 @@ struct Attr {
   uint32_t mtime_nsec = 0;
   int64_t ctime_sec = 0;  // the last attribute change kept, else the mtime
   uint32_t ctime_nsec = 0;
+  int64_t atime_sec = 0;  // as utimens set it, else the mtime
+  uint32_t atime_nsec = 0;
   uint32_t mode = 0;  // including S_IFDIR / S_IFREG / S_IFLNK
   uint32_t uid = 0;
   uint32_t gid = 0;
@@ -125,6 +127,7 @@ struct CreateResult {
 struct SetAttrRequest {
   std::optional<uint64_t> size;
   std::optional<Timespec> mtime;
+  std::optional<Timespec> atime;
   std::optional<uint32_t> mode;  // permission bits (chmod); the file type stays
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;

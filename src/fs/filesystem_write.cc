@@ -140,7 +140,7 @@ Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, 
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
   ObjectAttrs kept;
   if (attrs)
-    kept = ObjectAttrs{S_IFREG | (attrs->mode & 07777), attrs->uid, attrs->gid, {}, {}, {}};
+    kept = ObjectAttrs{S_IFREG | (attrs->mode & 07777), attrs->uid, attrs->gid, {}, {}, {}, {}};
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_local_file(parent, name, wall_sec(), kept));
   opens_.fetch_add(1, std::memory_order_relaxed);
   ObjectVersion v{key, "", 0};
@@ -205,6 +205,10 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
   WARMFS_RETURN_IF_ERROR(check_writable());
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
   if (request.size && n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
+  constexpr uint64_t kMaxObjectBytes = 5ull << 40;  // S3's largest object
+  if (request.size && *request.size > kMaxObjectBytes) {
+    return Status(Errc::kInvalidArgument, "a size over S3's 5 TiB object limit");
+  }
   if (request.size) {
     std::shared_ptr<StagedObject> obj;
     const bool own = handle == nullptr || !handle->staged();
@@ -223,7 +227,7 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
     if (own) unhold_staged(ino);
     if (!st.is_ok()) return own ? as_flush_error(st) : st;
   }
-  if (request.mode || request.uid || request.gid || request.mtime) {
+  if (request.mode || request.uid || request.gid || request.mtime || request.atime) {
     WARMFS_ASSIGN_OR_RETURN(NodeAttr now, meta_.getattr(ino));
     const Attr shown = attr_from(now);
     ObjectAttrs next = now.attrs;
@@ -231,13 +235,15 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
     if (request.uid) next.uid = *request.uid;
     if (request.gid) next.gid = *request.gid;
     if (request.mtime) next.mtime = *request.mtime;
+    if (request.atime) next.atime = *request.atime;
     // What is shown already (a chown to the same owner, rsync's second pass) costs nothing.
     const bool same =
         (!request.mode || (shown.mode & 07777) == (*request.mode & 07777)) &&
         (!request.uid || shown.uid == *request.uid) &&
         (!request.gid || shown.gid == *request.gid) &&
         (!request.mtime ||
-         (Timespec{shown.mtime_sec, shown.mtime_nsec} == *request.mtime && now.attrs.mtime));
+         (Timespec{shown.mtime_sec, shown.mtime_nsec} == *request.mtime && now.attrs.mtime)) &&
+        (!request.atime || now.attrs.atime == request.atime);
     if (!same) {
       const auto wall = clock_.wall_now().time_since_epoch();
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
@@ -301,7 +307,9 @@ Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name,
   ObjectHeaders headers;
   PutOptions put;
   if (attrs) {
-    kept = ObjectAttrs{S_IFDIR | (attrs->mode & 07777), attrs->uid, attrs->gid, {}, {}, {}};
+    // A marker has no Last-Modified a listing shows: its creation time goes in it too.
+    const Timespec now{wall_sec(), 0};
+    kept = ObjectAttrs{S_IFDIR | (attrs->mode & 07777), attrs->uid, attrs->gid, now, now, {}, {}};
     headers.content_type = kDirContentType;
     attrs_to_metadata(kept, headers.metadata);
     put.content_type = headers.content_type;
@@ -336,9 +344,9 @@ Result<Attr> Filesystem::symlink(uint64_t parent, std::string_view name, std::st
                                  const NewNodeAttrs& attrs) {
   if (target.empty()) return Status(Errc::kNotFound, "empty symlink target");
   // s3fs's layout: the target is the body, the link bit is in x-amz-meta-mode.
-  WARMFS_ASSIGN_OR_RETURN(Attr a,
-                          put_node(parent, name, target,
-                                   ObjectAttrs{S_IFLNK | 0777, attrs.uid, attrs.gid, {}, {}, {}}));
+  WARMFS_ASSIGN_OR_RETURN(
+      Attr a, put_node(parent, name, target,
+                       ObjectAttrs{S_IFLNK | 0777, attrs.uid, attrs.gid, {}, {}, {}, {}}));
   meta_.set_link_target(a.ino, std::string(target));
   return a;
 }
@@ -356,7 +364,7 @@ Result<Attr> Filesystem::mknod(uint64_t parent, std::string_view name, uint32_t 
     WARMFS_RETURN_IF_ERROR(check_writable());
     return Status(Errc::kInvalidArgument, "unknown file type");
   }
-  ObjectAttrs kept{type | (attrs.mode & 07777), attrs.uid, attrs.gid, {}, {}, {}};
+  ObjectAttrs kept{type | (attrs.mode & 07777), attrs.uid, attrs.gid, {}, {}, {}, {}};
   if (type == S_IFCHR || type == S_IFBLK) kept.rdev = rdev;
   return put_node(parent, name, "", kept);
 }

@@ -44,7 +44,8 @@ struct stat to_stat(const Attr& a) {
   st.st_rdev = static_cast<dev_t>(a.rdev);
   st.st_mtim.tv_sec = a.mtime_sec;
   st.st_mtim.tv_nsec = a.mtime_nsec;
-  st.st_atim = st.st_mtim;
+  st.st_atim.tv_sec = a.atime_sec;
+  st.st_atim.tv_nsec = a.atime_nsec;
   st.st_ctim.tv_sec = a.ctime_sec;
   st.st_ctim.tv_nsec = a.ctime_nsec;
   return st;
@@ -328,12 +329,18 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
   Session& s = session_of(req);
   SetAttrRequest r;
   if (to_set & FUSE_SET_ATTR_SIZE) r.size = static_cast<uint64_t>(attr->st_size);
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const Timespec now_ts{now.tv_sec, static_cast<uint32_t>(now.tv_nsec)};
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
-    timespec now{};
-    ::clock_gettime(CLOCK_REALTIME, &now);
-    r.mtime = Timespec{now.tv_sec, static_cast<uint32_t>(now.tv_nsec)};
+    r.mtime = now_ts;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
     r.mtime = Timespec{attr->st_mtim.tv_sec, static_cast<uint32_t>(attr->st_mtim.tv_nsec)};
+  }
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    r.atime = now_ts;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    r.atime = Timespec{attr->st_atim.tv_sec, static_cast<uint32_t>(attr->st_atim.tv_nsec)};
   }
   if (to_set & FUSE_SET_ATTR_MODE) r.mode = static_cast<uint32_t>(attr->st_mode & 07777);
   if (to_set & FUSE_SET_ATTR_UID) r.uid = static_cast<uint32_t>(attr->st_uid);

@@ -54,6 +54,10 @@ NodeAttr Metadata::attr_of(const Node& n) const {
   a.size = n.is_dir ? 0 : n.size;
   a.mtime_sec = n.is_dir ? options_.dir_mtime_sec : n.mtime_sec;
   a.etag = n.etag;
+  if (n.ino != kRootIno) {
+    auto pit = ino_by_path_.find(n.path);
+    a.unlinked = pit == ino_by_path_.end() || pit->second != n.ino;
+  }
   if (auto it = known_.find(known_key(n.path, n.is_dir)); it != known_.end()) {
     a.attrs = it->second.attrs;
   }
@@ -220,6 +224,7 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
 }
 
 Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
+  if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kNotFound, "invalid name");
   std::string path;
   std::string parent_path;
@@ -287,6 +292,7 @@ std::string_view Metadata::dir_name(std::string_view path) {
 }
 
 Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_view name) const {
+  if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kInvalidArgument, "invalid name");
   auto pit = nodes_.find(parent);
   if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");

@@ -74,6 +74,7 @@ struct NodeAttr {
   int64_t mtime_sec = 0;  // Last-Modified (files), or when written here
   std::string etag;       // files only
   ObjectAttrs attrs;      // what the object's metadata (or this mount) says; unset: defaults
+  bool unlinked = false;  // removed (or replaced) while the kernel still holds it
 };
 
 struct DirEntry {

@@ -1,10 +1,9 @@
 #include "meta/object_attrs.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <charconv>
-
-#include <fmt/format.h>
 
 namespace warmfs {
 namespace {
@@ -84,6 +83,7 @@ ObjectAttrs attrs_from_metadata(const UserMetadata& metadata) {
   if (auto v = get("gid")) a.gid = id(*v);
   if (auto v = get("mtime")) a.mtime = parse_time(*v);
   if (auto v = get("ctime")) a.ctime = parse_time(*v);
+  if (auto v = get("atime")) a.atime = parse_time(*v);
   if (auto v = get("rdev")) a.rdev = parse_uint(*v, 10);
   return a;
 }
@@ -94,6 +94,7 @@ void attrs_to_metadata(const ObjectAttrs& attrs, UserMetadata& metadata) {
   if (attrs.gid) metadata["gid"] = std::to_string(*attrs.gid);
   if (attrs.mtime) metadata["mtime"] = format_time(*attrs.mtime);
   if (attrs.ctime) metadata["ctime"] = format_time(*attrs.ctime);
+  if (attrs.atime) metadata["atime"] = format_time(*attrs.atime);
   if (attrs.rdev) metadata["rdev"] = std::to_string(*attrs.rdev);
 }
 

@@ -6,7 +6,7 @@
 //                     writes it so. rclone writes octal ("100644"); a value that is no valid
 //                     mode in decimal but is one in octal is read as octal.
 //   x-amz-meta-uid, x-amz-meta-gid   decimal.
-//   x-amz-meta-mtime, x-amz-meta-ctime   seconds since the epoch, with an optional fraction
+//   x-amz-meta-mtime, -ctime, -atime   seconds since the epoch, with an optional fraction
 //                     ("1600000000" or "1600000000.250000000"), as s3fs and rclone write them.
 //   x-amz-meta-rdev   a device node's number, decimal.
 // A symlink is an object whose mode has S_IFLNK and whose body is the target (s3fs's layout);
@@ -37,7 +37,8 @@ struct ObjectAttrs {
   std::optional<uint32_t> gid;
   std::optional<Timespec> mtime;
   std::optional<Timespec> ctime;
-  std::optional<uint64_t> rdev;  // device number of a device node (x-amz-meta-rdev)
+  std::optional<Timespec> atime;  // as set by utimens (reads do not change it)
+  std::optional<uint64_t> rdev;   // device number of a device node (x-amz-meta-rdev)
   bool operator==(const ObjectAttrs&) const = default;
   // True when the stored mode says symlink.
   bool is_symlink() const;
@@ -56,8 +57,9 @@ std::string format_time(const Timespec& t);
 // The attributes in metadata (absent or bad values stay unset).
 ObjectAttrs attrs_from_metadata(const UserMetadata& metadata);
 // The names attrs_to_metadata() owns.
-inline constexpr const char* kAttrMetadataNames[] = {"mode", "uid", "gid", "mtime", "ctime", "rdev"};
-// Writes the set attributes into metadata (mode, uid, gid, mtime, ctime, rdev), leaving other
+inline constexpr const char* kAttrMetadataNames[] = {"mode",  "uid",   "gid", "mtime",
+                                                     "ctime", "atime", "rdev"};
+// Writes the set attributes into metadata (kAttrMetadataNames), leaving other
 // entries as they are.
 void attrs_to_metadata(const ObjectAttrs& attrs, UserMetadata& metadata);
 

@@ -142,7 +142,7 @@ TEST_CASE("fs attrs: a write after utimens makes the mtime the write's again", "
   REQUIRE(f.fs->flush(*o->handle).is_ok());
   f.fs->release(std::move(o->handle));
   const ObjectInfo h = head(f.bucket, "a");
-  CHECK(h.metadata.count("mtime") == 0);  // Last-Modified is the mtime
+  CHECK(h.metadata.count("mtime") == 0);                           // Last-Modified is the mtime
   CHECK(h.metadata.at("mode") == std::to_string(S_IFREG | 0640));  // the rest stays
   auto a = f.fs->getattr(ino);
   REQUIRE(a.is_ok());
@@ -153,8 +153,11 @@ TEST_CASE("fs attrs: objects from s3fs and rclone show theirs, others the mount'
           "[fs][attrs]") {
   WriteFixture f;
   f.bucket.put_object("s3fs", "x");
-  f.bucket.set_metadata("s3fs", {{"mode", "33184"}, {"uid", "1234"}, {"gid", "5678"},
-                                 {"mtime", "1600000000.250000000"}, {"atime", "1"}});
+  f.bucket.set_metadata("s3fs", {{"mode", "33184"},
+                                 {"uid", "1234"},
+                                 {"gid", "5678"},
+                                 {"mtime", "1600000000.250000000"},
+                                 {"atime", "1"}});
   f.bucket.put_object("rclone", "x");
   f.bucket.set_metadata("rclone", {{"mode", "100604"}, {"mtime", "1500000000.123456716"}});
   f.bucket.put_object("plain", "x");

@@ -8,9 +8,9 @@
 namespace warmfs {
 
 TEST_CASE("object attrs: s3fs's decimal modes and rclone's octal ones", "[meta][attrs]") {
-  CHECK(parse_mode("33188") == (S_IFREG | 0644));  // s3fs, a file
-  CHECK(parse_mode("41471") == (S_IFLNK | 0777));  // s3fs, a symlink
-  CHECK(parse_mode("488") == 0750u);               // s3fs, a directory's marker
+  CHECK(parse_mode("33188") == (S_IFREG | 0644));   // s3fs, a file
+  CHECK(parse_mode("41471") == (S_IFLNK | 0777));   // s3fs, a symlink
+  CHECK(parse_mode("488") == 0750u);                // s3fs, a directory's marker
   CHECK(parse_mode("100604") == (S_IFREG | 0604));  // rclone --metadata
   CHECK(parse_mode("40755") == (S_IFDIR | 0755));
   CHECK(parse_mode("120777") == (S_IFLNK | 0777));
@@ -33,19 +33,22 @@ TEST_CASE("object attrs: times in seconds with an optional fraction", "[meta][at
 }
 
 TEST_CASE("object attrs: round trip through metadata, other entries kept", "[meta][attrs]") {
-  UserMetadata m{{"atime", "1"}, {"md5chksum", "abc"}, {"mode", "junk"}};
+  UserMetadata m{{"btime", "1"}, {"md5chksum", "abc"}, {"mode", "junk"}};
   ObjectAttrs a;
   a.mode = S_IFREG | 0640;
   a.uid = 1234;
   a.gid = 5678;
   a.mtime = Timespec{1600000000, 250000000};
+  a.atime = Timespec{1700000000, 0};
   attrs_to_metadata(a, m);
   CHECK(m.at("mode") == "33184");
   CHECK(m.at("uid") == "1234");
   CHECK(m.at("gid") == "5678");
   CHECK(m.at("mtime") == "1600000000.250000000");
+  CHECK(m.at("atime") == "1700000000");
   CHECK(m.count("ctime") == 0);
   CHECK(m.at("md5chksum") == "abc");
+  CHECK(m.at("btime") == "1");
   CHECK(attrs_from_metadata(m) == a);
   // What does not parse shows as unset (the mount's default), never as garbage.
   ObjectAttrs bad = attrs_from_metadata({{"mode", "x"}, {"uid", "-3"}, {"mtime", "soon"}});
