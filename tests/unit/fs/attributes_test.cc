@@ -299,3 +299,45 @@ TEST_CASE("fs symlink: the target as the body, S_IFLNK in the mode; s3fs's links
 }
 
 }  // namespace warmfs
+
+namespace warmfs {
+
+TEST_CASE("fs mknod: FIFOs, sockets and devices are empty objects with their type", "[fs][attrs]") {
+  WriteFixture f;
+  auto fifo = f.fs->mknod(kRootIno, "fifo", S_IFIFO, 0, NewNodeAttrs{0620, 1, 2});
+  REQUIRE(fifo.is_ok());
+  CHECK(fifo->mode == (S_IFIFO | 0620));
+  auto dev = f.fs->mknod(kRootIno, "dev", S_IFCHR, 0x0102, NewNodeAttrs{0600, 0, 0});
+  REQUIRE(dev.is_ok());
+  CHECK(dev->rdev == 0x0102);
+  CHECK(f.object("fifo") == "");
+  CHECK(head(f.bucket, "dev").metadata.at("rdev") == std::to_string(0x0102));
+  auto r = remount_lookup(f, "fifo");
+  REQUIRE(r.is_ok());
+  CHECK(r->mode == (S_IFIFO | 0620));
+  auto d = remount_lookup(f, "dev");
+  REQUIRE(d.is_ok());
+  CHECK(d->mode == (S_IFCHR | 0600));
+  CHECK(d->rdev == 0x0102);
+  CHECK(f.fs->mknod(kRootIno, "fifo", S_IFIFO, 0, NewNodeAttrs{}).code() == Errc::kExists);
+}
+
+TEST_CASE("fs: names over 255 bytes are ENAMETOOLONG; an unlinked open file has no links",
+          "[fs][attrs]") {
+  WriteFixture f;
+  const std::string longest(255, 'a');
+  const std::string too_long(256, 'a');
+  CHECK(f.fs->lookup(kRootIno, too_long).code() == Errc::kNameTooLong);
+  CHECK(f.fs->mkdir(kRootIno, too_long).code() == Errc::kNameTooLong);
+  CHECK(f.fs->create(kRootIno, too_long, O_WRONLY | O_CREAT).code() == Errc::kNameTooLong);
+  CHECK(f.fs->lookup(kRootIno, longest).code() == Errc::kNotFound);
+  const uint64_t ino = make_file(f, "f", "x");
+  auto o = f.fs->open(ino, O_RDONLY);
+  REQUIRE(o.is_ok());
+  CHECK(f.fs->getattr(ino)->nlink == 1);
+  REQUIRE(f.fs->unlink(kRootIno, "f").is_ok());
+  CHECK(f.fs->getattr(ino)->nlink == 0);
+  f.fs->release(std::move(o->handle));
+}
+
+}  // namespace warmfs
