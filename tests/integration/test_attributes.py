@@ -186,9 +186,10 @@ class Pjdfstest(harness.WarmfsTestCase):
     def test_chmod_symlink_mknod_files_pass(self):
         tool = harness.REPO / "tools" / "pjdfstest"
         files = ["chmod/00.t", "symlink/00.t", "mknod/00.t", "utimensat/00.t"]
+        env = {"PATH": f"{Path(sys.executable).parent}:{harness.BASE_PATH}", "LANG": "C.UTF-8",
+               "WARMFS_BIN": str(harness.WARMFS), **harness.sanitizer_env()}
         r = subprocess.run([sys.executable, str(tool), "-v", *files], capture_output=True,
-                           text=True, timeout=540, env={"PATH": harness.BASE_PATH,
-                                                        "LANG": "C.UTF-8"})
+                           text=True, timeout=540, env=env)
         self.assertEqual(r.returncode, 0, f"{r.stdout}\n{r.stderr}")
         last = r.stdout.strip().splitlines()[-1]
         self.assertRegex(last, r"^pjdfstest warmfs: \d+ ok, 0 not ok$", r.stdout)
