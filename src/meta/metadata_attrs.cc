@@ -2,6 +2,7 @@
 // with HEADs and kept by path, and the changes this mount makes to it.
 #include <algorithm>
 #include <atomic>
+#include <system_error>
 #include <thread>
 
 #include "common/log.h"
@@ -99,7 +100,12 @@ void Metadata::fetch_attrs(const std::string& dir_path, const DirListing& listin
   const size_t n = std::min<size_t>(kAttrHeadThreads, missing.size());
   std::vector<std::thread> threads;
   threads.reserve(n - 1);
-  for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  try {
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  } catch (const std::system_error& e) {
+    // No thread to be had (a process limit): the threads there are, and this one, do it all.
+    log::warn("HEADs of {:?} with {} threads: {}", dir_path, threads.size() + 1, e.what());
+  }
   work();
   for (auto& t : threads) t.join();
 }
