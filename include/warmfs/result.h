@@ -33,7 +33,8 @@ enum class Errc {
   kInternal,             // a bug
   kIsDirectory,          // a file operation on a directory
   kNotDirectory,         // a directory operation on a file
-  kNotPermitted,         // an operation this filesystem never allows (hard links, symlinks)
+  kNotPermitted,         // an operation this filesystem never allows (hard links)
+  kNameTooLong,          // a path component of more than 255 bytes
 };
 
 const char* errc_name(Errc c);

@@ -29,6 +29,7 @@ struct MountArgs {
   uint64_t memory_cache_bytes = 0;
   double metadata_ttl_sec = 60;
   bool read_only = false;
+  bool no_object_attrs = false;  // --no-object-attrs: no HEAD per object for its attributes
   bool allow_other = false;
   int64_t uid = -1;  // -1: the mounting user
   int64_t gid = -1;

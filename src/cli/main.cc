@@ -93,14 +93,21 @@ int main(int argc, char** argv) {
   mount->add_option("--metadata-ttl", metadata_ttl,
                     "Seconds listings and attributes are trusted (default 60)");
   mount->add_flag("--read-only", m.read_only, "Refuse all writes with EROFS");
+  mount->add_flag("--no-object-attrs", m.no_object_attrs,
+                  "Do not read mode, owner and mtime from objects' metadata: listings alone "
+                  "answer lookups (no HEAD per object), objects show the defaults below");
   mount->add_flag("--allow-other", m.allow_other,
                   "Let other users see the mount (needs user_allow_other for non-root)");
-  mount->add_option("--uid", m.uid, "Owner shown for every file (default: the mounting user)");
-  mount->add_option("--gid", m.gid, "Group shown for every file (default: the mounting user's)");
+  mount->add_option("--uid", m.uid,
+                    "Owner of objects that carry none (default: the mounting user)");
+  mount->add_option("--gid", m.gid,
+                    "Group of objects that carry none (default: the mounting user's)");
   mount->add_option("--file-mode", file_mode,
-                    "Permission bits of files, octal (default 0644; 0444 with --read-only)");
+                    "Permission bits of files that carry none, octal (default 0644; 0444 with "
+                    "--read-only)");
   mount->add_option("--dir-mode", dir_mode,
-                    "Permission bits of directories, octal (default 0755; 0555 with --read-only)");
+                    "Permission bits of directories that carry none, octal (default 0755; 0555 "
+                    "with --read-only)");
   mount->add_option("--staging-dir", m.staging_dir,
                     "Where files being written are kept until uploaded (default: "
                     "CACHE_DIR/staging, else /var/tmp/warmfs-staging)");

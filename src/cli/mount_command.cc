@@ -224,6 +224,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
   mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
+  mo.object_attrs = !a.no_object_attrs;
   d.meta = std::make_unique<Metadata>(*d.store, clock, mo);
   FsOptions fo;
   fo.bucket = src.bucket;

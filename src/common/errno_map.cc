@@ -46,6 +46,8 @@ int to_errno(Errc code) {
       return ENOTDIR;
     case Errc::kNotPermitted:
       return EPERM;
+    case Errc::kNameTooLong:
+      return ENAMETOOLONG;
   }
   return EIO;
 }

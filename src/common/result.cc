@@ -44,6 +44,8 @@ const char* errc_name(Errc c) {
       return "NotDirectory";
     case Errc::kNotPermitted:
       return "NotPermitted";
+    case Errc::kNameTooLong:
+      return "NameTooLong";
   }
   return "Unknown";
 }

@@ -42,16 +42,31 @@ Filesystem::~Filesystem() {
 }
 
 Attr Filesystem::attr_from(const NodeAttr& n) const {
+  // What the object's metadata says, else the mount's defaults (docs/posix.md).
+  const ObjectAttrs& o = n.attrs;
   Attr a;
   a.ino = n.ino;
   a.is_dir = n.is_dir;
   a.size = n.size;
-  a.mtime_sec = n.mtime_sec;
-  a.uid = options_.uid;
-  a.gid = options_.gid;
-  a.mode =
-      n.is_dir ? (S_IFDIR | (options_.dir_mode & 07777)) : (S_IFREG | (options_.file_mode & 07777));
-  a.nlink = n.is_dir ? 2 : 1;
+  const Timespec mtime = o.mtime.value_or(Timespec{n.mtime_sec, 0});
+  const Timespec ctime = o.ctime.value_or(mtime);
+  a.mtime_sec = mtime.sec;
+  a.mtime_nsec = mtime.nsec;
+  a.ctime_sec = ctime.sec;
+  a.ctime_nsec = ctime.nsec;
+  const Timespec atime = o.atime.value_or(mtime);
+  a.atime_sec = atime.sec;
+  a.atime_nsec = atime.nsec;
+  a.uid = o.uid.value_or(options_.uid);
+  a.gid = o.gid.value_or(options_.gid);
+  // A file's type is in its stored mode when it is not a regular file (s3fs's layout).
+  const uint32_t stored_type = o.mode ? (*o.mode & S_IFMT) : 0;
+  const uint32_t type =
+      n.is_dir ? S_IFDIR : (stored_type != 0 && stored_type != S_IFDIR ? stored_type : S_IFREG);
+  a.rdev = o.rdev.value_or(0);
+  const uint32_t perm = o.mode ? *o.mode : (n.is_dir ? options_.dir_mode : options_.file_mode);
+  a.mode = type | (perm & 07777);
+  a.nlink = n.unlinked ? 0 : (n.is_dir ? 2 : 1);
   return a;
 }
 
@@ -59,7 +74,7 @@ Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
   if (auto c = control_lookup(parent, name)) return std::move(*c);
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));
   Attr a = attr_from(n);
-  apply_staged(a);
+  apply_staged(a, n);
   return a;
 }
 
@@ -75,7 +90,7 @@ Result<Attr> Filesystem::getattr(uint64_t ino) {
   if (is_control_ino(ino)) return control_attr(ino);
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
   Attr a = attr_from(n);
-  apply_staged(a);
+  apply_staged(a, n);
   return a;
 }
 

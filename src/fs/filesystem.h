@@ -14,8 +14,10 @@
 // EROFS): a file opened for writing gets a StagedObject (upload/staged_object.h), shared by
 // all handles of the inode, holding a staged copy on local disk. flush() (fsync, and close)
 // returns only once the bucket holds every byte; reads of the inode see the staged bytes.
-// Namespace changes (mkdir, unlink, rmdir, rename) are made in the bucket before they are
-// answered. docs/posix.md lists what is supported and how.
+// Namespace changes (mkdir, unlink, rmdir, rename, symlink) are made in the bucket before
+// they are answered. Attributes (chmod, chown, utimens) are kept in the object's user metadata
+// (meta/object_attrs.h): a file being written carries them in its upload; any other object
+// gets them by a server-side copy onto itself. docs/posix.md lists what is supported and how.
 //
 // Loaders announce the order of an epoch by writing it to the control file
 // MOUNT/.warmfs/order (fs/order_file.h; the core serves the hidden directory itself, lists it
@@ -97,10 +99,16 @@ struct Attr {
   bool is_dir = false;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
-  uint32_t mode = 0;  // including S_IFDIR / S_IFREG
+  uint32_t mtime_nsec = 0;
+  int64_t ctime_sec = 0;  // the last attribute change kept, else the mtime
+  uint32_t ctime_nsec = 0;
+  int64_t atime_sec = 0;  // as utimens set it, else the mtime
+  uint32_t atime_nsec = 0;
+  uint32_t mode = 0;  // including S_IFDIR / S_IFREG / S_IFLNK
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t nlink = 1;
+  uint64_t rdev = 0;  // device nodes
 };
 
 // What was written to a handle of the order file, taken when it is closed.
@@ -148,8 +156,18 @@ struct CreateResult {
 // What setattr changes; unset fields stay.
 struct SetAttrRequest {
   std::optional<uint64_t> size;
-  std::optional<int64_t> mtime_sec;
-  bool mode_or_owner = false;  // chmod/chown: accepted, not kept (docs/posix.md)
+  std::optional<Timespec> mtime;
+  std::optional<Timespec> atime;
+  std::optional<uint32_t> mode;  // permission bits (chmod); the file type stays
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+};
+
+// What a node made through the mount carries: the caller's mode (umask applied) and owner.
+struct NewNodeAttrs {
+  uint32_t mode = 0;  // permission bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
 };
 
 struct StatfsResult {
@@ -197,7 +215,10 @@ class Filesystem {
   // ---- Writes (docs/posix.md) --------------------------------------------------------------
   // kReadOnly on a read-only mount.
   Status check_writable() const;
-  Result<CreateResult> create(uint64_t parent, std::string_view name, int flags);
+  // attrs: kept in the object's metadata; without them, the object carries none (the mount's
+  // defaults show).
+  Result<CreateResult> create(uint64_t parent, std::string_view name, int flags,
+                              const std::optional<NewNodeAttrs>& attrs = std::nullopt);
   // Writes data at offset into the handle's staged copy; returns data.size().
   Result<size_t> write(FileHandle& handle, uint64_t offset, std::span<const std::byte> data);
   // fsync() and close(): ok only once the bucket holds every byte written through the inode.
@@ -207,7 +228,18 @@ class Filesystem {
   void release(std::unique_ptr<FileHandle> handle);
   // truncate, utimens, chmod/chown. handle: the open file (ftruncate), or null.
   Result<Attr> setattr(uint64_t ino, const SetAttrRequest& request, FileHandle* handle);
-  Result<Attr> mkdir(uint64_t parent, std::string_view name);
+  Result<Attr> mkdir(uint64_t parent, std::string_view name,
+                     const std::optional<NewNodeAttrs>& attrs = std::nullopt);
+  // A symlink: one PutObject of the target as the body, S_IFLNK in x-amz-meta-mode.
+  Result<Attr> symlink(uint64_t parent, std::string_view name, std::string_view target,
+                       const NewNodeAttrs& attrs);
+  // A FIFO, socket or device node (type: S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK): one PutObject
+  // of an empty object with the type in x-amz-meta-mode (and x-amz-meta-rdev), as s3fs does.
+  // The kernel serves them; warmfs only keeps them. A regular file: create() then close.
+  Result<Attr> mknod(uint64_t parent, std::string_view name, uint32_t type, uint64_t rdev,
+                     const NewNodeAttrs& attrs);
+  // A symlink's target (a GET of its body the first time). kInvalidArgument if not a symlink.
+  Result<std::string> readlink(uint64_t ino);
   Status unlink(uint64_t parent, std::string_view name);
   Status rmdir(uint64_t parent, std::string_view name);
   // flags: 0 or RENAME_NOREPLACE (RENAME_EXCHANGE is not supported: EINVAL).
@@ -288,7 +320,13 @@ class Filesystem {
   void committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj, const ObjectInfo& info);
   Status do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
   Status rename_dir(const std::string& from_key, const std::string& to_key);
-  void apply_staged(Attr& a);
+  // Puts a whole object made here (symlink, special file) with these attributes.
+  Result<Attr> put_node(uint64_t parent, std::string_view name, std::string_view body,
+                        const ObjectAttrs& attrs);
+  // Keeps attrs for ino: in the next upload when it is being written, else by a copy of its
+  // object (or a marker, for a directory without one) onto itself.
+  Status store_attrs(uint64_t ino, const NodeAttr& current, const ObjectAttrs& attrs);
+  void apply_staged(Attr& a, const NodeAttr& n);
   int64_t wall_sec() const;
 
   // Small files opened in a directory's listing order: the next ones are fetched ahead, so a

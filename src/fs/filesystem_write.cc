@@ -25,7 +25,14 @@ int64_t Filesystem::wall_sec() const {
 std::shared_ptr<StagedObject> Filesystem::hold_staged(uint64_t ino, const std::string& key) {
   std::lock_guard lock(writes_mu_);
   WriteEntry& e = writes_[ino];
-  if (!e.object) e.object = uploader_->make(key);
+  if (!e.object) {
+    e.object = uploader_->make(key);
+    // Each upload carries the file's attributes, as the namespace has them then.
+    e.object->set_headers([live = liveness_, ino] {
+      std::lock_guard lock(live->mu);
+      return live->fs != nullptr ? live->fs->meta_.headers_for(ino) : ObjectHeaders{};
+    });
+  }
   ++e.handles;
   return e.object;
 }
@@ -68,12 +75,18 @@ void Filesystem::sweep_staged() {
   }
 }
 
-void Filesystem::apply_staged(Attr& a) {
+void Filesystem::apply_staged(Attr& a, const NodeAttr& n) {
   if (a.is_dir) return;
   auto obj = find_staged(a.ino);
   if (!obj || !obj->staged()) return;
   a.size = obj->size();
+  if (n.attrs.mtime) return;  // set by utimens since the last change
   a.mtime_sec = obj->mtime_sec();
+  a.mtime_nsec = 0;
+  if (!n.attrs.ctime) {
+    a.ctime_sec = a.mtime_sec;
+    a.ctime_nsec = 0;
+  }
 }
 
 Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version) {
@@ -109,7 +122,8 @@ Status Filesystem::do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& o
   return Status::ok();
 }
 
-Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, int flags) {
+Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, int flags,
+                                        const std::optional<NewNodeAttrs>& attrs) {
   WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   auto existing = meta_.peek(parent, name);
@@ -120,12 +134,15 @@ Result<CreateResult> Filesystem::create(uint64_t parent, std::string_view name, 
     WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));  // the kernel's reference
     WARMFS_ASSIGN_OR_RETURN(OpenResult o, open(n.ino, flags));
     CreateResult r{attr_from(n), std::move(o)};
-    apply_staged(r.attr);
+    apply_staged(r.attr, n);
     return r;
   }
   if (existing.code() != Errc::kNotFound) return std::move(existing).take_status();
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
-  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_local_file(parent, name, wall_sec()));
+  ObjectAttrs kept;
+  if (attrs)
+    kept = ObjectAttrs{S_IFREG | (attrs->mode & 07777), attrs->uid, attrs->gid, {}, {}, {}, {}};
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_local_file(parent, name, wall_sec(), kept));
   opens_.fetch_add(1, std::memory_order_relaxed);
   ObjectVersion v{key, "", 0};
   auto handle = std::make_unique<FileHandle>(n.ino, v, read_path_.open(v));
@@ -149,6 +166,7 @@ Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset,
     return Status(Errc::kInvalidArgument, "not open for writing");
   StagedObject& obj = *handle.staged();
   WARMFS_RETURN_IF_ERROR(ensure_staged(obj, handle.version()));
+  meta_.content_changed(handle.ino());
   return obj.write(offset, data);
 }
 
@@ -192,11 +210,16 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
   WARMFS_RETURN_IF_ERROR(check_writable());
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
   if (request.size && n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
+  constexpr uint64_t kMaxObjectBytes = 5ull << 40;  // S3's largest object
+  if (request.size && *request.size > kMaxObjectBytes) {
+    return Status(Errc::kInvalidArgument, "a size over S3's 5 TiB object limit");
+  }
   if (request.size) {
     std::shared_ptr<StagedObject> obj;
     const bool own = handle == nullptr || !handle->staged();
     WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
     obj = own ? hold_staged(ino, key) : handle->staged();
+    meta_.content_changed(ino);
     Status st;
     if (*request.size == 0) {
       st = obj->stage_empty();
@@ -209,25 +232,166 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
     if (own) unhold_staged(ino);
     if (!st.is_ok()) return own ? as_flush_error(st) : st;
   }
-  if (request.mtime_sec) {
-    meta_.set_mtime(ino, *request.mtime_sec);
-    if (auto obj = find_staged(ino)) obj->set_mtime(*request.mtime_sec);
+  if (request.mode || request.uid || request.gid || request.mtime || request.atime) {
+    WARMFS_ASSIGN_OR_RETURN(NodeAttr now, meta_.getattr(ino));
+    const Attr shown = attr_from(now);
+    ObjectAttrs next = now.attrs;
+    if (request.mode) next.mode = (shown.mode & S_IFMT) | (*request.mode & 07777);
+    if (request.uid) next.uid = *request.uid;
+    if (request.gid) next.gid = *request.gid;
+    if (request.mtime) next.mtime = *request.mtime;
+    if (request.atime) next.atime = *request.atime;
+    // What is shown already (a chown to the same owner, rsync's second pass) costs nothing.
+    const bool same =
+        (!request.mode || (shown.mode & 07777) == (*request.mode & 07777)) &&
+        (!request.uid || shown.uid == *request.uid) &&
+        (!request.gid || shown.gid == *request.gid) &&
+        (!request.mtime ||
+         (Timespec{shown.mtime_sec, shown.mtime_nsec} == *request.mtime && now.attrs.mtime)) &&
+        (!request.atime || now.attrs.atime == request.atime);
+    if (!same) {
+      const auto wall = clock_.wall_now().time_since_epoch();
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
+      next.ctime = Timespec{ns / 1'000'000'000, static_cast<uint32_t>(ns % 1'000'000'000)};
+      if (request.mtime) {
+        if (auto obj = find_staged(ino)) obj->set_mtime(request.mtime->sec);
+      }
+      WARMFS_RETURN_IF_ERROR(store_attrs(ino, now, next));
+    }
   }
   return getattr(ino);
 }
 
-Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name) {
+Status Filesystem::store_attrs(uint64_t ino, const NodeAttr& current, const ObjectAttrs& attrs) {
+  // A file whose next upload is to come carries them in it.
+  if (!current.is_dir) {
+    auto obj = find_staged(ino);
+    if ((obj && obj->dirty()) || current.etag.empty()) {
+      meta_.set_attrs(ino, attrs);
+      return Status::ok();
+    }
+  }
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo object, meta_.object_of(ino));
+  if (current.is_dir && object.key.empty()) {
+    return Status(Errc::kNotPermitted, "the bucket's root has no object to keep attributes on");
+  }
+  ObjectHeaders headers = meta_.headers_for(ino);
+  for (const char* name : kAttrMetadataNames) headers.metadata.erase(name);
+  attrs_to_metadata(attrs, headers.metadata);
+  if (current.is_dir) {
+    // s3fs keeps a directory's attributes on its "dir/" marker; an implicit directory gets one.
+    if (headers.content_type.empty()) headers.content_type = kDirContentType;
+    auto copied = store_.replace_metadata(object.key, ObjectInfo{object.key, 0, "", 0}, headers);
+    if (!copied.is_ok() && copied.code() == Errc::kNotFound) {
+      PutOptions put;
+      put.content_type = headers.content_type;
+      put.metadata = headers.metadata;
+      copied = store_.put(object.key, {}, put);
+    }
+    if (!copied.is_ok()) return std::move(copied).take_status();
+    meta_.attrs_stored(ino, *copied, headers);
+    return Status::ok();
+  }
+  // One server-side copy of the object onto itself (part by part above 5 GiB), pinned to the
+  // version this mount knows.
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo copied, store_.replace_metadata(object.key, object, headers));
+  meta_.attrs_stored(ino, copied, headers);
+  return Status::ok();
+}
+
+Result<Attr> Filesystem::mkdir(uint64_t parent, std::string_view name,
+                               const std::optional<NewNodeAttrs>& attrs) {
   WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
   WARMFS_RETURN_IF_ERROR(check_writable());
   auto existing = meta_.peek(parent, name);
   if (existing.is_ok()) return Status(Errc::kExists, "file exists");
   if (existing.code() != Errc::kNotFound) return std::move(existing).take_status();
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, true));
-  // The "dir/" marker object makes an empty directory exist in the bucket.
-  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.put(key, {}, PutOptions{}));
+  // The "dir/" marker object makes an empty directory exist in the bucket; it carries the
+  // directory's attributes, as s3fs's do.
+  ObjectAttrs kept;
+  ObjectHeaders headers;
+  PutOptions put;
+  if (attrs) {
+    // A marker has no Last-Modified a listing shows: its creation time goes in it too.
+    const Timespec now{wall_sec(), 0};
+    kept = ObjectAttrs{S_IFDIR | (attrs->mode & 07777), attrs->uid, attrs->gid, now, now, {}, {}};
+    headers.content_type = kDirContentType;
+    attrs_to_metadata(kept, headers.metadata);
+    put.content_type = headers.content_type;
+    put.metadata = headers.metadata;
+  }
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.put(key, {}, put));
   (void)info;
-  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_dir(parent, name));
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_dir(parent, name, kept, headers));
   return attr_from(n);
+}
+
+Result<Attr> Filesystem::put_node(uint64_t parent, std::string_view name, std::string_view body,
+                                  const ObjectAttrs& attrs) {
+  WARMFS_RETURN_IF_ERROR(check_writable());
+  auto existing = meta_.peek(parent, name);
+  if (existing.is_ok()) return Status(Errc::kExists, "file exists");
+  if (existing.code() != Errc::kNotFound) return std::move(existing).take_status();
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
+  ObjectHeaders headers{kFileContentType, {}};
+  attrs_to_metadata(attrs, headers.metadata);
+  PutOptions put;
+  put.content_type = headers.content_type;
+  put.metadata = headers.metadata;
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info,
+                          store_.put(key, std::as_bytes(std::span(body.data(), body.size())), put));
+  info.key = key;
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.add_object(parent, name, info, headers));
+  return attr_from(n);
+}
+
+Result<Attr> Filesystem::symlink(uint64_t parent, std::string_view name, std::string_view target,
+                                 const NewNodeAttrs& attrs) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
+  if (target.empty()) return Status(Errc::kNotFound, "empty symlink target");
+  // s3fs's layout: the target is the body, the link bit is in x-amz-meta-mode.
+  WARMFS_ASSIGN_OR_RETURN(
+      Attr a, put_node(parent, name, target,
+                       ObjectAttrs{S_IFLNK | 0777, attrs.uid, attrs.gid, {}, {}, {}, {}}));
+  meta_.set_link_target(a.ino, std::string(target));
+  return a;
+}
+
+Result<Attr> Filesystem::mknod(uint64_t parent, std::string_view name, uint32_t type, uint64_t rdev,
+                               const NewNodeAttrs& attrs) {
+  WARMFS_RETURN_IF_ERROR(refuse_control(parent, name));
+  if (type == S_IFREG) {
+    WARMFS_ASSIGN_OR_RETURN(CreateResult r, create(parent, name, O_WRONLY | O_EXCL, attrs));
+    Status st = flush(*r.open.handle);
+    release(std::move(r.open.handle));
+    WARMFS_RETURN_IF_ERROR(st);
+    return r.attr;
+  }
+  if (type != S_IFIFO && type != S_IFSOCK && type != S_IFCHR && type != S_IFBLK) {
+    WARMFS_RETURN_IF_ERROR(check_writable());
+    return Status(Errc::kInvalidArgument, "unknown file type");
+  }
+  ObjectAttrs kept{type | (attrs.mode & 07777), attrs.uid, attrs.gid, {}, {}, {}, {}};
+  if (type == S_IFCHR || type == S_IFBLK) kept.rdev = rdev;
+  return put_node(parent, name, "", kept);
+}
+
+Result<std::string> Filesystem::readlink(uint64_t ino) {
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.getattr(ino));
+  if (n.is_dir || !n.attrs.is_symlink()) return Status(Errc::kInvalidArgument, "not a symlink");
+  if (auto target = meta_.link_target(ino)) return *target;
+  constexpr uint64_t kMaxTarget = 4096;  // PATH_MAX
+  if (n.size == 0 || n.size > kMaxTarget) {
+    return Status(Errc::kCorrupt, "symlink object of " + std::to_string(n.size) + " bytes");
+  }
+  WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.key_of(ino));
+  std::string target(n.size, '\0');
+  WARMFS_ASSIGN_OR_RETURN(
+      size_t got, store_.get_range(key, 0, std::as_writable_bytes(std::span(target)), n.etag));
+  target.resize(got);
+  meta_.set_link_target(ino, target);
+  return target;
 }
 
 Status Filesystem::unlink(uint64_t parent, std::string_view name) {

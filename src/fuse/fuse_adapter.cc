@@ -41,10 +41,21 @@ struct stat to_stat(const Attr& a) {
   st.st_size = static_cast<off_t>(a.size);
   st.st_blksize = 1 << 20;
   st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  st.st_rdev = static_cast<dev_t>(a.rdev);
   st.st_mtim.tv_sec = a.mtime_sec;
-  st.st_atim = st.st_mtim;
-  st.st_ctim = st.st_mtim;
+  st.st_mtim.tv_nsec = a.mtime_nsec;
+  st.st_atim.tv_sec = a.atime_sec;
+  st.st_atim.tv_nsec = a.atime_nsec;
+  st.st_ctim.tv_sec = a.ctime_sec;
+  st.st_ctim.tv_nsec = a.ctime_nsec;
   return st;
+}
+
+// The caller's owner and mode (the kernel has applied its umask): what a new node carries.
+NewNodeAttrs new_node_attrs(fuse_req_t req, mode_t mode) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  return NewNodeAttrs{static_cast<uint32_t>(mode & 07777), static_cast<uint32_t>(ctx->uid),
+                      static_cast<uint32_t>(ctx->gid)};
 }
 
 fuse_entry_param to_entry(const Session& s, const Attr& a) {
@@ -272,7 +283,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
     fuse_reply_err(req, EPERM);
     return;
   }
-  auto r = s.fs.create(parent, name, fi->flags);
+  auto r = s.fs.create(parent, name, fi->flags, new_node_attrs(req, mode));
   if (!r.is_ok()) return reply_status(req, r.status());
   fuse_entry_param e = to_entry(s, r->attr);
   fi->keep_cache = 0;
@@ -282,21 +293,11 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
 }
 
-void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t /*rdev*/) {
-  Session& s = session_of(req);
-  if (!S_ISREG(mode)) {
-    Status st = s.fs.check_writable();
-    return reply_status(req, st.is_ok() ? Status(Errc::kNotPermitted, "only regular files") : st);
-  }
-  // A regular file by mknod: created and closed at once (an empty object).
-  auto r = s.fs.create(parent, name, O_WRONLY | O_EXCL);
-  if (!r.is_ok()) return reply_status(req, r.status());
-  Status st = s.fs.flush(*r->open.handle);
-  Attr attr = r->attr;
-  s.fs.release(std::move(r->open.handle));
-  if (!st.is_ok()) return reply_status(req, st);
-  fuse_entry_param e = to_entry(s, attr);
-  fuse_reply_entry(req, &e);
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  // A regular file is created and closed at once (an empty object); a FIFO, socket or device
+  // node is an empty object with its type in its metadata (the kernel serves it).
+  reply_entry(
+      req, session_of(req).fs.mknod(parent, name, mode & S_IFMT, rdev, new_node_attrs(req, mode)));
 }
 
 void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
@@ -328,12 +329,22 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
   Session& s = session_of(req);
   SetAttrRequest r;
   if (to_set & FUSE_SET_ATTR_SIZE) r.size = static_cast<uint64_t>(attr->st_size);
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const Timespec now_ts{now.tv_sec, static_cast<uint32_t>(now.tv_nsec)};
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
-    r.mtime_sec = static_cast<int64_t>(::time(nullptr));
+    r.mtime = now_ts;
   } else if (to_set & FUSE_SET_ATTR_MTIME) {
-    r.mtime_sec = attr->st_mtim.tv_sec;
+    r.mtime = Timespec{attr->st_mtim.tv_sec, static_cast<uint32_t>(attr->st_mtim.tv_nsec)};
   }
-  r.mode_or_owner = (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) != 0;
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    r.atime = now_ts;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    r.atime = Timespec{attr->st_atim.tv_sec, static_cast<uint32_t>(attr->st_atim.tv_nsec)};
+  }
+  if (to_set & FUSE_SET_ATTR_MODE) r.mode = static_cast<uint32_t>(attr->st_mode & 07777);
+  if (to_set & FUSE_SET_ATTR_UID) r.uid = static_cast<uint32_t>(attr->st_uid);
+  if (to_set & FUSE_SET_ATTR_GID) r.gid = static_cast<uint32_t>(attr->st_gid);
   auto* handle = fi != nullptr ? reinterpret_cast<FileHandle*>(fi->fh) : nullptr;
   auto res = s.fs.setattr(ino, r, handle);
   if (!res.is_ok()) return reply_status(req, res.status());
@@ -341,8 +352,8 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
   fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
 }
 
-void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
-  reply_entry(req, session_of(req).fs.mkdir(parent, name));
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  reply_entry(req, session_of(req).fs.mkdir(parent, name, new_node_attrs(req, mode)));
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -358,13 +369,23 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
   reply_status(req, session_of(req).fs.rename(parent, name, new_parent, new_name, flags));
 }
 
-// Symlinks and hard links have no S3 counterpart: EPERM, as POSIX says for a filesystem
-// that does not support them. Extended attributes cannot be set: ENOTSUP.
+// Symlinks are objects in s3fs's layout (the target as the body, S_IFLNK in the mode).
+void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  reply_entry(req, session_of(req).fs.symlink(parent, name, target, new_node_attrs(req, 0777)));
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  auto r = session_of(req).fs.readlink(ino);
+  if (!r.is_ok()) return reply_status(req, r.status());
+  fuse_reply_readlink(req, r->c_str());
+}
+
+// Hard links have no S3 counterpart: EPERM, as POSIX says for a filesystem that does not
+// support them. Extended attributes cannot be set: ENOTSUP.
 void reply_not_permitted(fuse_req_t req) {
   Status st = session_of(req).fs.check_writable();
   reply_status(req, st.is_ok() ? Status(Errc::kNotPermitted, "not supported") : st);
 }
-void op_symlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { reply_not_permitted(req); }
 void op_link(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { reply_not_permitted(req); }
 void op_setxattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
   Status st = session_of(req).fs.check_writable();
@@ -397,6 +418,7 @@ fuse_lowlevel_ops make_ops() {
   ops.unlink = op_unlink;
   ops.rmdir = op_rmdir;
   ops.symlink = op_symlink;
+  ops.readlink = op_readlink;
   ops.link = op_link;
   ops.rename = op_rename;
   ops.create = op_create;

@@ -47,14 +47,33 @@ bool Metadata::fresh(std::chrono::steady_clock::time_point t) const {
   return clock_.now() - t < options_.ttl;
 }
 
-NodeAttr Metadata::attr_of(const Node& n, int64_t dir_mtime) {
+NodeAttr Metadata::attr_of(const Node& n) const {
   NodeAttr a;
   a.ino = n.ino;
   a.is_dir = n.is_dir;
   a.size = n.is_dir ? 0 : n.size;
-  a.mtime_sec = n.is_dir ? dir_mtime : n.mtime_sec;
+  a.mtime_sec = n.is_dir ? options_.dir_mtime_sec : n.mtime_sec;
   a.etag = n.etag;
+  if (n.ino != kRootIno) {
+    auto pit = ino_by_path_.find(n.path);
+    a.unlinked = pit == ino_by_path_.end() || pit->second != n.ino;
+  }
+  if (auto it = known_.find(known_key(n.path, n.is_dir)); it != known_.end()) {
+    a.attrs = it->second.attrs;
+  }
+  if (n.is_dir && n.mtime_sec != 0) {
+    // Entries changed through this mount since: that is its mtime and ctime.
+    a.mtime_sec = n.mtime_sec;
+    if (a.attrs.mtime && a.attrs.mtime->sec < n.mtime_sec) a.attrs.mtime.reset();
+    if (a.attrs.ctime && a.attrs.ctime->sec < n.mtime_sec) a.attrs.ctime.reset();
+  }
   return a;
+}
+
+void Metadata::touch_dir_locked(std::string_view dir_path) {
+  auto it = ino_by_path_.find(std::string(dir_path));
+  if (it == ino_by_path_.end()) return;
+  nodes_.at(it->second).mtime_sec = std::chrono::system_clock::to_time_t(clock_.wall_now());
 }
 
 Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int max_pages) {
@@ -141,8 +160,11 @@ Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name)
   // whether the path is a directory. (A key that is both a file and a prefix shows as a
   // directory in listings; a lookup outside a cached listing finds the file.)
   auto head = store_.head(file_key(path));
-  if (head.is_ok())
+  if (head.is_ok()) {
+    std::lock_guard lock(mu_);
+    record_head_locked(path, *head);
     return DirEntry{std::string(name), false, head->size, head->mtime_sec, head->etag};
+  }
   if (head.code() != Errc::kNotFound) return std::move(head).take_status();
   ListRequest req{dir_key(path), "/", "", 1};
   WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
@@ -194,14 +216,15 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
   if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = e.is_dir;
   n->size = e.size;
-  n->mtime_sec = e.mtime_sec;
+  if (!e.is_dir) n->mtime_sec = e.mtime_sec;  // a directory's: when this mount changed it
   n->etag = e.etag;
   n->validated_at = seen_at;
   ++n->nlookup;
-  return attr_of(*n, options_.dir_mtime_sec);
+  return attr_of(*n);
 }
 
 Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
+  if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kNotFound, "invalid name");
   std::string path;
   std::string parent_path;
@@ -218,7 +241,7 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
       Node& n = nodes_.at(nit->second);
       if (n.local) {
         ++n.nlookup;
-        return attr_of(n, options_.dir_mtime_sec);
+        return attr_of(n);
       }
     }
     auto lit = listings_.find(pit->second.path);
@@ -230,7 +253,9 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   if (listing) {
     const DirEntry* e = listing->find(name);
     if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
-    return upsert_node(parent, path, *e, listing->listed_at);
+    DirEntry entry = *e;
+    ensure_known(path, entry);
+    return upsert_node(parent, path, entry, listing->listed_at);
   }
   if (const int pages = pages_to_list(parent_path); pages > 0) {
     // The first lookup in a directory lists it if one page holds it; after several lookups
@@ -239,7 +264,9 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     if (listed.is_ok()) {
       const DirEntry* e = (*listed)->find(name);
       if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
-      return upsert_node(parent, path, *e, (*listed)->listed_at);
+      DirEntry entry = *e;
+      ensure_known(path, entry);
+      return upsert_node(parent, path, entry, (*listed)->listed_at);
     }
     // More than one page: probe now, and list it whole if several lookups follow. Too large
     // for that, or not listable at all (a failure of any kind): probe until the TTL is over.
@@ -250,6 +277,7 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   }
   const auto asked_at = clock_.now();
   WARMFS_ASSIGN_OR_RETURN(DirEntry e, probe(path, name));
+  ensure_known(path, e);  // a file's HEAD has recorded them already
   return upsert_node(parent, path, e, asked_at);
 }
 
@@ -264,6 +292,7 @@ std::string_view Metadata::dir_name(std::string_view path) {
 }
 
 Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_view name) const {
+  if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kInvalidArgument, "invalid name");
   auto pit = nodes_.find(parent);
   if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");
@@ -305,10 +334,12 @@ Result<std::string> Metadata::child_key(uint64_t parent, std::string_view name, 
   return is_dir ? dir_key(path) : file_key(path);
 }
 
-Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name,
-                                          int64_t mtime_sec) {
+Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec,
+                                          const ObjectAttrs& attrs) {
   std::lock_guard lock(mu_);
   WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
+  bound_known_locked();
+  known_[known_key(path, false)] = Known{"", 0, attrs, nullptr, std::nullopt};
   auto it = ino_by_path_.find(path);
   Node* n = nullptr;
   if (it != ino_by_path_.end() && !nodes_.at(it->second).is_dir) n = &nodes_.at(it->second);
@@ -321,18 +352,24 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   n->local = true;
   ++n->nlookup;
   local_inos_[n->ino] = true;
+  touch_dir_locked(dir_name(path));
   DirEntry e{std::string(name), false, 0, mtime_sec, ""};
   edit_listing_locked(std::string(dir_name(path)), name, &e);
-  return attr_of(*n, options_.dir_mtime_sec);
+  return attr_of(*n);
 }
 
-Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name) {
+Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name, const ObjectAttrs& attrs,
+                                   const ObjectHeaders& headers) {
   std::string path;
   {
     std::lock_guard lock(mu_);
     WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
+    bound_known_locked();
+    known_[known_key(path, true)] =
+        Known{"", 0, attrs, std::make_shared<const ObjectHeaders>(headers), std::nullopt};
     DirEntry e{std::string(name), true, 0, options_.dir_mtime_sec, ""};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
+    touch_dir_locked(dir_name(path));
     // A new directory is empty: no need to list it.
     auto empty = std::make_shared<DirListing>();
     empty->listed_at = clock_.now();
@@ -356,15 +393,12 @@ void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag
   local_inos_.erase(ino);
   auto pit = ino_by_path_.find(n.path);
   if (pit == ino_by_path_.end() || pit->second != ino) return;  // unlinked meanwhile
+  // The upload carried the attributes (headers_for()): they belong to the new version.
+  Known& k = known_[known_key(n.path, false)];
+  k.etag = etag;
+  k.last_modified = mtime_sec;
   DirEntry e{std::string(base_name(n.path)), false, size, mtime_sec, etag};
   edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
-}
-
-void Metadata::set_mtime(uint64_t ino, int64_t mtime_sec) {
-  std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end() || it->second.is_dir) return;
-  it->second.mtime_sec = mtime_sec;
 }
 
 void Metadata::removed(uint64_t parent, std::string_view name) {
@@ -377,6 +411,9 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
     nodes_.at(it->second).local = false;
     ino_by_path_.erase(it);  // the node itself lives until the kernel forgets it
   }
+  known_.erase(known_key(*path, false));
+  known_.erase(known_key(*path, true));
+  touch_dir_locked(dir_name(*path));
   listings_.erase(*path);
   edit_listing_locked(std::string(dir_name(*path)), name, nullptr);
 }
@@ -400,6 +437,28 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   n.path = *to;
   n.parent = new_parent;
   ino_by_path_[*to] = ino;
+  // The attributes go with the object (a copy keeps its metadata); below a directory too.
+  known_.erase(known_key(*to, false));
+  known_.erase(known_key(*to, true));
+  if (auto kit = known_.find(known_key(*from, n.is_dir)); kit != known_.end()) {
+    Known moved = std::move(kit->second);
+    known_.erase(kit);
+    known_[known_key(*to, n.is_dir)] = std::move(moved);
+  }
+  if (n.is_dir) {
+    const std::string old_prefix = *from + "/";
+    std::vector<std::pair<std::string, Known>> below;
+    for (auto kit = known_.begin(); kit != known_.end();) {
+      if (kit->first.rfind(old_prefix, 0) == 0) {
+        below.emplace_back(*to + "/" + kit->first.substr(old_prefix.size()),
+                           std::move(kit->second));
+        kit = known_.erase(kit);
+      } else {
+        ++kit;
+      }
+    }
+    for (auto& [k, v] : below) known_[k] = std::move(v);
+  }
   DirEntry e{std::string(new_name), n.is_dir, n.is_dir ? 0 : n.size, n.mtime_sec, n.etag};
   if (n.is_dir) {
     // Every node below moves with it; listings below are dropped (listed again when asked).
@@ -419,6 +478,8 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   }
   edit_listing_locked(std::string(dir_name(*from)), name, nullptr);
   edit_listing_locked(std::string(dir_name(*to)), new_name, &e);
+  touch_dir_locked(dir_name(*from));
+  touch_dir_locked(dir_name(*to));
 }
 
 bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
@@ -468,7 +529,7 @@ Result<NodeAttr> Metadata::getattr(uint64_t ino) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-  return attr_of(it->second, options_.dir_mtime_sec);
+  return attr_of(it->second);
 }
 
 Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
@@ -478,7 +539,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
     auto it = nodes_.find(ino);
     if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
     if (it->second.is_dir || it->second.local || fresh(it->second.validated_at)) {
-      return attr_of(it->second, options_.dir_mtime_sec);
+      return attr_of(it->second);
     }
     path = it->second.path;
   }
@@ -486,6 +547,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return Status(Errc::kNotFound, "inode forgotten during open");
+  if (it->second.path == path) record_head_locked(path, info);
   Node& n = it->second;
   if (n.etag != info.etag) {
     log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag, info.etag);
@@ -494,11 +556,12 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   n.etag = info.etag;
   n.mtime_sec = info.mtime_sec;
   n.validated_at = clock_.now();
-  return attr_of(n, options_.dir_mtime_sec);
+  return attr_of(n);
 }
 
 Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
   std::string path;
+  DirListingPtr listing;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(dir_ino);
@@ -508,10 +571,16 @@ Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
     auto lit = listings_.find(path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
       ++listing_cache_hits_;
-      return lit->second.listing;
+      listing = lit->second.listing;
     }
   }
-  return fetch_listing(path);
+  if (!listing) {
+    WARMFS_ASSIGN_OR_RETURN(listing, fetch_listing(path));
+  }
+  // A listing is usually read whole with attributes (readdirplus): one round of HEADs, in
+  // parallel, instead of one per entry as the kernel looks them up.
+  fetch_attrs(path, *listing);
+  return listing;
 }
 
 uint64_t Metadata::parent_of(uint64_t ino) const {

@@ -20,20 +20,31 @@
 // from it within the TTL: then it is listed once (if it has at most 10,000 entries) and the
 // rest are answered from the listing.
 //
-// Thread safe: one mutex guards the inode table and the listing cache; object-store
-// requests are made without holding it.
+// Attributes (object_attrs.h): mode, owner and times an object carries in its user metadata
+// (x-amz-meta-mode, -uid, -gid, -mtime, -ctime, as s3fs-fuse and rclone write them). A listing
+// does not carry user metadata, so with MetaOptions::object_attrs a file's first lookup costs
+// a HEAD (a directory's, a HEAD of its "dir/" marker); list() HEADs the entries of a directory
+// it lists for the first time in parallel (kAttrHeadThreads at a time), so `ls -l` waits for
+// one round of them, not one per file. What a HEAD said is kept by path, for the version
+// (ETag and Last-Modified) it was said of, beyond the TTL and the kernel's forgets: listing
+// again later costs LIST requests only. Changes this mount makes are kept the same way.
+//
+// Thread safe: one mutex guards the inode table, the listing cache and the attributes;
+// object-store requests are made without holding it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
+#include "meta/object_attrs.h"
 #include "objstore/object_store.h"
 #include "warmfs/result.h"
 
@@ -49,6 +60,10 @@ struct MetaOptions {
   std::chrono::milliseconds ttl{60'000};
   // mtime reported for directories (they have none in S3): the mount time.
   int64_t dir_mtime_sec = 0;
+  // Read the attributes objects carry (a HEAD per object on its first lookup). Off: listings
+  // answer lookups alone and objects show the mount's defaults and Last-Modified, unless this
+  // mount set their attributes.
+  bool object_attrs = true;
 };
 
 // Attributes of one node, as the filesystem reports them.
@@ -56,8 +71,10 @@ struct NodeAttr {
   uint64_t ino = 0;
   bool is_dir = false;
   uint64_t size = 0;
-  int64_t mtime_sec = 0;
-  std::string etag;  // files only
+  int64_t mtime_sec = 0;  // Last-Modified (files), or when written here
+  std::string etag;       // files only
+  ObjectAttrs attrs;      // what the object's metadata (or this mount) says; unset: defaults
+  bool unlinked = false;  // removed (or replaced) while the kernel still holds it
 };
 
 struct DirEntry {
@@ -117,13 +134,37 @@ class Metadata {
   Result<std::string> child_key(uint64_t parent, std::string_view name, bool is_dir);
   // A file created here, not in the bucket yet (its first upload is to come): lookups and
   // listings show it with size 0 until file_changed(). Counts a kernel reference.
-  Result<NodeAttr> add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec);
-  // A directory created here (its marker is in the bucket). Counts a kernel reference.
-  Result<NodeAttr> add_dir(uint64_t parent, std::string_view name);
+  Result<NodeAttr> add_local_file(uint64_t parent, std::string_view name, int64_t mtime_sec,
+                                  const ObjectAttrs& attrs = {});
+  // A directory created here (its marker is in the bucket, with headers). Counts a kernel
+  // reference.
+  Result<NodeAttr> add_dir(uint64_t parent, std::string_view name, const ObjectAttrs& attrs = {},
+                           const ObjectHeaders& headers = {});
+  // An object put here whole (a symlink): info and headers as the bucket now has them.
+  // Counts a kernel reference.
+  Result<NodeAttr> add_object(uint64_t parent, std::string_view name, const ObjectInfo& info,
+                              const ObjectHeaders& headers);
+
+  // ---- Attributes (object_attrs.h) ---------------------------------------------------------
+  // The attributes of a node for the next upload of it (a file being written): the change is
+  // not in the bucket yet. Replaces what was set.
+  void set_attrs(uint64_t ino, const ObjectAttrs& attrs);
+  // The bucket now has the node's object with these headers (after a server-side copy that
+  // replaced them, or a marker put): info gives its new ETag and Last-Modified.
+  void attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHeaders& headers);
+  // The file's bytes changed here (a write, a truncate): its mtime and ctime are the change's
+  // from now on, not any set earlier.
+  void content_changed(uint64_t ino);
+  // What the next write of the node's object carries: the Content-Type and user metadata it
+  // has in the bucket (other tools' entries kept), with the attributes written over.
+  ObjectHeaders headers_for(uint64_t ino);
+  // The node's object as last seen (for a copy onto itself): key, size, ETag.
+  Result<ObjectInfo> object_of(uint64_t ino);
+  // A symlink's target, once read (empty optional: not read yet).
+  std::optional<std::string> link_target(uint64_t ino);
+  void set_link_target(uint64_t ino, std::string target);
   // The bucket now holds this version of the file (after an upload).
   void file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec);
-  // mtime set by utimens: kept while the node is known and its ETag unchanged.
-  void set_mtime(uint64_t ino, int64_t mtime_sec);
   // The entry is gone from the bucket (unlink, rmdir).
   void removed(uint64_t parent, std::string_view name);
   // The entry moved (rename): its node, and for a directory every node below, take the new
@@ -156,6 +197,17 @@ class Metadata {
   struct CachedListing {
     DirListingPtr listing;
   };
+  // Attributes of one path (a directory's as "path/"), for the version they were read of.
+  struct Known {
+    std::string etag;           // files: the version (with last_modified) they belong to
+    int64_t last_modified = 0;  // files: Last-Modified of that version
+    ObjectAttrs attrs;
+    // Headers as the bucket has them (null: none known, or no marker for a directory).
+    std::shared_ptr<const ObjectHeaders> stored;
+    std::optional<std::string> link_target;  // symlinks, once read
+  };
+  static constexpr size_t kMaxKnown = 1 << 18;      // entries kept (cleared past it)
+  static constexpr unsigned kAttrHeadThreads = 16;  // HEADs at once when listing
   struct DirProbes {
     std::chrono::steady_clock::time_point window_start{};
     uint32_t count = 0;
@@ -188,7 +240,19 @@ class Metadata {
   // seen_at is when the bucket said so (a listing's time, or now).
   NodeAttr upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                        std::chrono::steady_clock::time_point seen_at);
-  static NodeAttr attr_of(const Node& n, int64_t dir_mtime);
+  NodeAttr attr_of(const Node& n) const;  // mu_ held
+  // Key of known_ for a node's path.
+  static std::string known_key(const std::string& path, bool is_dir);
+  // True if known_ holds attributes of this entry's version; mu_ held.
+  bool known_fresh_locked(const std::string& path, const DirEntry& e) const;
+  // Makes sure known_ has the attributes of path's entry e (a HEAD if not, when
+  // object_attrs); e is updated if the HEAD finds a newer version. Locks mu_.
+  void ensure_known(const std::string& path, DirEntry& e);
+  // HEADs what of a listing known_ lacks, kAttrHeadThreads at a time.
+  void fetch_attrs(const std::string& dir_path, const DirListing& listing);
+  // Records what a HEAD of a file said; mu_ held.
+  void record_head_locked(const std::string& path, const ObjectInfo& info);
+  void bound_known_locked();
   // A node with a new inode number for path, indexed by path; mu_ held.
   Node& new_node_locked(uint64_t parent, const std::string& path);
   // Path of a child of a known directory; mu_ held.
@@ -197,6 +261,9 @@ class Metadata {
   // there is one; mu_ held.
   void edit_listing_locked(const std::string& dir_path, std::string_view name,
                            const DirEntry* entry);
+  // This mount changed the entries of dir_path: its mtime and ctime are now (kept in memory
+  // only: a directory has no object to change); mu_ held.
+  void touch_dir_locked(std::string_view dir_path);
   static std::string_view base_name(std::string_view path);
   static std::string_view dir_name(std::string_view path);
 
@@ -210,6 +277,7 @@ class Metadata {
   std::unordered_map<std::string, uint64_t> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
+  std::unordered_map<std::string, Known> known_;             // by known_key()
   std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;

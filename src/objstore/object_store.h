@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,11 +26,23 @@
 
 namespace warmfs {
 
+// An object's user metadata: its x-amz-meta-NAME headers as NAME (lower case) -> value.
+using UserMetadata = std::map<std::string, std::string>;
+
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
   std::string etag;       // as the server sent it, quotes stripped
   int64_t mtime_sec = 0;  // Last-Modified, seconds since the epoch
+  // From head() only (a listing carries neither): Content-Type and user metadata.
+  std::string content_type;
+  UserMetadata metadata;
+};
+
+// What an object carries besides its bytes, as a write sets it.
+struct ObjectHeaders {
+  std::string content_type;  // empty: none sent (S3 then stores binary/octet-stream)
+  UserMetadata metadata;     // sent as x-amz-meta-NAME: VALUE (printable ASCII values)
 };
 
 struct ListPage {
@@ -89,6 +102,7 @@ struct PutOptions {
   // If-Match: replace only this version (an ETag); kPreconditionFailed if it changed.
   std::string if_match;
   std::string content_type;  // empty: none sent (S3 then stores binary/octet-stream)
+  UserMetadata metadata;     // sent as x-amz-meta-NAME headers
 };
 
 // One uploaded part, as upload_part() returns it and complete_multipart() takes it.
@@ -174,8 +188,9 @@ class ObjectStore {
 
   // Starts a multipart upload of key; returns its upload id. Nothing is visible at key until
   // complete_multipart(); an upload never completed or aborted keeps its parts (and costs
-  // storage) until aborted.
-  virtual Result<std::string> create_multipart(std::string_view key) = 0;
+  // storage) until aborted. The object gets headers' Content-Type and user metadata.
+  virtual Result<std::string> create_multipart(std::string_view key,
+                                               const ObjectHeaders& headers = {}) = 0;
 
   // Uploads body as part part_number (1..10000) of the upload, with Content-MD5. Uploading
   // the same number again replaces the part. kNotFound if the upload is gone. Parts but the
@@ -206,9 +221,19 @@ class ObjectStore {
   // Server-side copy of src_key to dst_key (replacing it). When if_match_etag is not empty,
   // kPreconditionFailed if src_key no longer has that ETag. kNotFound if src_key is absent.
   // Objects too large for one CopyObject are copied part by part (the store's threshold).
-  // Returns dst_key's new ETag, size and mtime.
+  // Returns dst_key's new ETag, size and mtime. The copy keeps the source's Content-Type and
+  // user metadata.
   virtual Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
                                   std::string_view if_match_etag) = 0;
+
+  // Gives key new Content-Type and user metadata (replacing all of it), keeping its bytes: a
+  // server-side copy onto itself (CopyObject with x-amz-metadata-directive REPLACE), part by
+  // part for objects larger than one CopyObject takes. current is the object as last seen:
+  // its size picks the way, and when its etag is not empty the copy fails with
+  // kPreconditionFailed if key no longer has it. kNotFound if key is absent. Returns the
+  // object's new ETag, size and mtime.
+  virtual Result<ObjectInfo> replace_metadata(std::string_view key, const ObjectInfo& current,
+                                              const ObjectHeaders& headers) = 0;
 
   // DeleteObject. Ok if the key is absent.
   virtual Status remove(std::string_view key) = 0;

@@ -311,6 +311,13 @@ Result<ObjectInfo> S3ObjectStore::head(std::string_view key) {
   }
   info.etag = strip_quotes(r.header("etag"));
   if (auto t = s3::parse_http_date(r.header("last-modified"))) info.mtime_sec = *t;
+  info.content_type = r.header("content-type");
+  constexpr std::string_view kMetaPrefix = "x-amz-meta-";
+  for (const auto& [name, value] : r.headers) {
+    if (name.size() > kMetaPrefix.size() && name.starts_with(kMetaPrefix)) {
+      info.metadata[name.substr(kMetaPrefix.size())] = value;
+    }
+  }
   return info;
 }
 

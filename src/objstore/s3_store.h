@@ -110,7 +110,8 @@ class S3ObjectStore final : public ObjectStore {
   // requests with a body, 400 RequestTimeout and BadDigest), re-signed each attempt.
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
                          const PutOptions& options) override;
-  Result<std::string> create_multipart(std::string_view key) override;
+  Result<std::string> create_multipart(std::string_view key,
+                                       const ObjectHeaders& headers = {}) override;
   Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
                                     int part_number, std::span<const std::byte> body) override;
   Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
@@ -124,9 +125,15 @@ class S3ObjectStore final : public ObjectStore {
   Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
   // HEADs the source for its size and ETag, then one CopyObject (x-amz-copy-source-if-match
   // with the ETag) or, above multipart_copy_threshold, create + UploadPartCopy per range +
-  // complete, aborting the upload on failure. Multipart copies do not carry user metadata.
+  // complete, aborting the upload on failure. A multipart copy is created with the source's
+  // Content-Type and user metadata (from the HEAD), so both kinds keep them.
   Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
                           std::string_view if_match_etag) override;
+  // CopyObject of key onto itself with x-amz-metadata-directive REPLACE (no HEAD: current
+  // gives the size and ETag); above multipart_copy_threshold, a multipart copy onto itself
+  // created with the new headers.
+  Result<ObjectInfo> replace_metadata(std::string_view key, const ObjectInfo& current,
+                                      const ObjectHeaders& headers) override;
   Status remove(std::string_view key) override;
   // DeleteObjects (quiet, Content-MD5) per 1000 keys; a key XML cannot carry goes alone.
   Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) override;
@@ -194,7 +201,9 @@ class S3ObjectStore final : public ObjectStore {
   std::string target_of(std::string_view key) const;
   // x-amz-copy-source for a key of this bucket: "/bucket/key", URL-encoded.
   std::string copy_source(std::string_view src_key) const;
-  Result<ObjectInfo> copy_multipart(const ObjectInfo& src, std::string_view dst_key);
+  // Copies src (its size, ETag) to dst_key part by part; the new object gets headers.
+  Result<ObjectInfo> copy_multipart(const ObjectInfo& src, std::string_view dst_key,
+                                    const ObjectHeaders& headers);
   Result<std::vector<DeleteError>> remove_batch(std::span<const std::string> keys);
 
   const S3Config config_;

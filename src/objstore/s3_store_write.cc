@@ -16,6 +16,12 @@ using namespace s3_detail;  // NOLINT(google-build-using-namespace): helpers sha
 
 namespace {
 
+// Content-Type and x-amz-meta-* headers of a write.
+void add_object_headers(http::Headers& out, const ObjectHeaders& headers) {
+  if (!headers.content_type.empty()) out.emplace_back("content-type", headers.content_type);
+  for (const auto& [name, value] : headers.metadata) out.emplace_back("x-amz-meta-" + name, value);
+}
+
 // A copy whose source changes between the HEAD and the CopyObject is redone this many times
 // (when the caller set no condition) before giving up with kPreconditionFailed.
 constexpr int kCopyRaceAttempts = 3;
@@ -82,9 +88,7 @@ Result<ObjectInfo> S3ObjectStore::put(std::string_view key, std::span<const std:
   if (!options.if_match.empty()) {
     call.extra_headers.emplace_back("if-match", quote_etag(options.if_match));
   }
-  if (!options.content_type.empty()) {
-    call.extra_headers.emplace_back("content-type", options.content_type);
-  }
+  add_object_headers(call.extra_headers, ObjectHeaders{options.content_type, options.metadata});
   int attempts = 0;
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call, &attempts));
   const bool conditional = options.if_none_match || !options.if_match.empty();
@@ -107,7 +111,8 @@ Result<ObjectInfo> S3ObjectStore::put(std::string_view key, std::span<const std:
   return info;
 }
 
-Result<std::string> S3ObjectStore::create_multipart(std::string_view key) {
+Result<std::string> S3ObjectStore::create_multipart(std::string_view key,
+                                                    const ObjectHeaders& headers) {
   multipart_requests_.fetch_add(1, std::memory_order_relaxed);
   if (key.empty()) return Status(Errc::kInvalidArgument, "CreateMultipartUpload: empty key");
   Call call;
@@ -116,6 +121,7 @@ Result<std::string> S3ObjectStore::create_multipart(std::string_view key) {
   call.key = std::string(key);
   call.query.emplace_back("uploads", "");
   call.payload_hash = std::string(s3::kEmptyPayloadSha256);
+  add_object_headers(call.extra_headers, headers);
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
   if (r.status != 200) return http_failure(call.op, target_of(key), r);
   auto id = s3::parse_initiate_multipart(r.body);
@@ -288,7 +294,9 @@ Result<ObjectInfo> S3ObjectStore::copy(std::string_view src_key, std::string_vie
       return Status(Errc::kPreconditionFailed, fmt::format("CopyObject {}: ETag is no longer {}",
                                                            target_of(src_key), if_match_etag));
     }
-    if (src.size > config_.multipart_copy_threshold) return copy_multipart(src, dst_key);
+    if (src.size > config_.multipart_copy_threshold) {
+      return copy_multipart(src, dst_key, ObjectHeaders{src.content_type, src.metadata});
+    }
     Call call;
     call.op = "CopyObject";
     call.method = "PUT";
@@ -311,10 +319,47 @@ Result<ObjectInfo> S3ObjectStore::copy(std::string_view src_key, std::string_vie
   }
 }
 
-Result<ObjectInfo> S3ObjectStore::copy_multipart(const ObjectInfo& src, std::string_view dst_key) {
+Result<ObjectInfo> S3ObjectStore::replace_metadata(std::string_view key, const ObjectInfo& current,
+                                                   const ObjectHeaders& headers) {
+  copy_requests_.fetch_add(1, std::memory_order_relaxed);
+  if (key.empty()) return Status(Errc::kInvalidArgument, "CopyObject: empty key");
+  if (current.size > config_.multipart_copy_threshold) {
+    ObjectInfo src = current;
+    src.key = std::string(key);
+    if (src.etag.empty()) {
+      // The parts must all come from one version: pin the one there now.
+      WARMFS_ASSIGN_OR_RETURN(ObjectInfo now, head(key));
+      src.etag = now.etag;
+      src.size = now.size;
+    }
+    return copy_multipart(src, key, headers);
+  }
+  Call call;
+  call.op = "CopyObject";
+  call.method = "PUT";
+  call.key = std::string(key);
+  call.payload_hash = std::string(s3::kEmptyPayloadSha256);
+  call.error_in_2xx = true;
+  call.slow_answer = true;
+  call.extra_headers.emplace_back("x-amz-copy-source", copy_source(key));
+  if (!current.etag.empty()) {
+    call.extra_headers.emplace_back("x-amz-copy-source-if-match", quote_etag(current.etag));
+  }
+  call.extra_headers.emplace_back("x-amz-metadata-directive", "REPLACE");
+  add_object_headers(call.extra_headers, headers);
+  WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
+  if (r.status != 200) return http_failure(call.op, target_of(key), r);
+  auto result = s3::parse_copy_result(r.body);
+  if (!result.is_ok()) return answer_failure(call.op, target_of(key), result.status());
+  return ObjectInfo{call.key, current.size, result->etag,
+                    result->mtime_sec != 0 ? result->mtime_sec : write_mtime(r, clock_)};
+}
+
+Result<ObjectInfo> S3ObjectStore::copy_multipart(const ObjectInfo& src, std::string_view dst_key,
+                                                 const ObjectHeaders& headers) {
   const uint64_t min_part = (src.size + kMaxPartNumber - 1) / kMaxPartNumber;
   const uint64_t part_size = std::max(config_.multipart_copy_part_size, min_part);
-  WARMFS_ASSIGN_OR_RETURN(std::string upload_id, create_multipart(dst_key));
+  WARMFS_ASSIGN_OR_RETURN(std::string upload_id, create_multipart(dst_key, headers));
   auto abandon = [&](Status failure) -> Status {
     if (Status s = abort_multipart(dst_key, upload_id); !s.is_ok()) {
       log::warn("multipart copy to {}: abort failed, upload {} left open: {}", dst_key, upload_id,

@@ -273,8 +273,9 @@ void StagedObject::upload_part(int n) {
   if (upload_id_.empty()) {
     creating_ = true;
     const std::string key = key_;
+    const auto headers_fn = headers_;
     lock.unlock();
-    auto id = up_.store_.create_multipart(key);
+    auto id = up_.store_.create_multipart(key, headers_fn ? headers_fn() : ObjectHeaders{});
     lock.lock();
     creating_ = false;
     cv_.notify_all();
@@ -370,7 +371,14 @@ Result<ObjectInfo> StagedObject::flush_single(std::unique_lock<std::mutex>& lock
   const uint64_t gen = gen_;
   const uint64_t size = size_;
   const std::string key = key_;
+  const auto headers_fn = headers_;
   lock.unlock();
+  PutOptions options;
+  if (headers_fn) {
+    ObjectHeaders h = headers_fn();
+    options.content_type = std::move(h.content_type);
+    options.metadata = std::move(h.metadata);
+  }
   std::vector<std::byte> body(size);
   Status st = read_full(0, body);
   if (!st.is_ok()) {
@@ -378,7 +386,7 @@ Result<ObjectInfo> StagedObject::flush_single(std::unique_lock<std::mutex>& lock
     return st;
   }
   up_.in_flight_.fetch_add(1);
-  auto r = up_.store_.put(key, body, PutOptions{});
+  auto r = up_.store_.put(key, body, options);
   up_.in_flight_.fetch_sub(1);
   lock.lock();
   if (!r.is_ok()) return std::move(r).take_status();
@@ -455,6 +463,11 @@ int64_t StagedObject::mtime_sec() const {
 void StagedObject::set_mtime(int64_t mtime_sec) {
   std::lock_guard lock(mu_);
   mtime_sec_ = mtime_sec;
+}
+
+void StagedObject::set_headers(std::function<ObjectHeaders()> headers) {
+  std::lock_guard lock(mu_);
+  headers_ = std::move(headers);
 }
 
 std::string StagedObject::key() const {

@@ -140,6 +140,9 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
   std::string key() const;
   // The object moved (a rename, after its bytes were copied there): uploads go to the new key.
   void set_key(std::string key);
+  // What each upload carries besides the bytes (Content-Type, user metadata): asked at each
+  // PutObject and CreateMultipartUpload, without any lock of this object held. None by default.
+  void set_headers(std::function<ObjectHeaders()> headers);
 
   // Puts the staged copy into the write-through cache as `version` (in the background; a later
   // change or write_through() call stops it). on_done runs when it ends.
@@ -184,6 +187,7 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
   mutable std::mutex mu_;       // protects everything below
   std::condition_variable cv_;  // part uploads ending, upload creation ending
   std::string key_;
+  std::function<ObjectHeaders()> headers_;
   io::UniqueFd fd_;
   bool staged_ = false;
   bool discarded_ = false;

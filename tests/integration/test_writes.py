@@ -224,7 +224,8 @@ class RandomWrites(harness.WarmfsTestCase):
         self.assertEqual(bucket_bytes("mod/empty"), b"")
         os.utime(m.path / "b.txt", (1_600_000_000, 1_600_000_000))
         self.assertEqual(os.stat(m.path / "b.txt").st_mtime, 1_600_000_000)
-        os.chmod(m.path / "b.txt", 0o600)  # accepted, not kept (docs/posix.md)
+        os.chmod(m.path / "b.txt", 0o600)  # kept in its metadata (test_attributes)
+        self.assertEqual(os.stat(m.path / "b.txt").st_mode & 0o7777, 0o600)
         st = m.stats()
         self.assertIn("bucket_bytes_written", st)
         self.assertIn("uploads_in_flight", st)
@@ -282,11 +283,10 @@ class Namespace(harness.WarmfsTestCase):
     def test_unsupported_operations(self):
         m = self.mount(MOTO, f"s3://{BUCKET}/uns")
         (m.path / "file").write_bytes(b"x")
+        # Symlinks and FIFOs are kept as objects (test_attributes).
         cases = {
-            "symlink": (lambda: os.symlink("file", m.path / "link"), errno.EPERM),
             "hard link": (lambda: os.link(m.path / "file", m.path / "hard"), errno.EPERM),
             "setxattr": (lambda: os.setxattr(m.path / "file", "user.k", b"v"), errno.ENOTSUP),
-            "mkfifo": (lambda: os.mkfifo(m.path / "fifo"), errno.EPERM),
         }
         for name, (attempt, want) in cases.items():
             with self.subTest(op=name):

@@ -189,9 +189,17 @@ Result<ObjectInfo> FaultInjectingStore::put(std::string_view key, std::span<cons
                                   [&] { return inner_.put(key, body, options); });
 }
 
-Result<std::string> FaultInjectingStore::create_multipart(std::string_view key) {
+Result<std::string> FaultInjectingStore::create_multipart(std::string_view key,
+                                                          const ObjectHeaders& headers) {
   return pass<Result<std::string>>(Call{Op::kCreateMultipart, std::string(key)},
-                                   [&] { return inner_.create_multipart(key); });
+                                   [&] { return inner_.create_multipart(key, headers); });
+}
+
+Result<ObjectInfo> FaultInjectingStore::replace_metadata(std::string_view key,
+                                                         const ObjectInfo& current,
+                                                         const ObjectHeaders& headers) {
+  return pass<Result<ObjectInfo>>(Call{Op::kCopy, std::string(key)},
+                                  [&] { return inner_.replace_metadata(key, current, headers); });
 }
 
 Result<CompletedPart> FaultInjectingStore::upload_part(std::string_view key,

@@ -84,7 +84,8 @@ class FaultInjectingStore final : public ObjectStore {
   Result<ListPage> list(const ListRequest& request) override;
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
                          const PutOptions& options) override;
-  Result<std::string> create_multipart(std::string_view key) override;
+  Result<std::string> create_multipart(std::string_view key,
+                                       const ObjectHeaders& headers = {}) override;
   Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
                                     int part_number, std::span<const std::byte> body) override;
   Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
@@ -94,6 +95,9 @@ class FaultInjectingStore final : public ObjectStore {
                                         std::span<const CompletedPart> parts) override;
   Status abort_multipart(std::string_view key, std::string_view upload_id) override;
   Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
+  // Counted and faulted as a copy (Op::kCopy).
+  Result<ObjectInfo> replace_metadata(std::string_view key, const ObjectInfo& current,
+                                      const ObjectHeaders& headers) override;
   Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
                           std::string_view if_match_etag) override;
   Status remove(std::string_view key) override;

@@ -42,6 +42,16 @@ std::string MemoryObjectStore::put_object(std::string_view key, std::string_view
   return put_object(key, std::as_bytes(std::span(text.data(), text.size())));
 }
 
+bool MemoryObjectStore::set_metadata(std::string_view key, const UserMetadata& metadata) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return false;
+  auto copy = std::make_shared<Object>(*it->second);
+  copy->headers.metadata = metadata;
+  it->second = std::move(copy);
+  return true;
+}
+
 bool MemoryObjectStore::set_mtime(std::string_view key, int64_t mtime_sec) {
   std::lock_guard lock(mu_);
   auto it = objects_.find(key);
@@ -84,7 +94,8 @@ Result<ObjectInfo> MemoryObjectStore::head(std::string_view key) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     return Status(Errc::kNotFound, "no such key: " + std::string(key));
   }
-  return ObjectInfo{std::string(key), obj->bytes.size(), obj->etag, obj->mtime_sec};
+  return ObjectInfo{std::string(key), obj->bytes.size(),         obj->etag,
+                    obj->mtime_sec,   obj->headers.content_type, obj->headers.metadata};
 }
 
 Result<size_t> MemoryObjectStore::get_range(std::string_view key, uint64_t offset,

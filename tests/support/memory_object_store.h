@@ -12,6 +12,8 @@
 // minimum (settable) and gives the object S3's "md5-of-md5s-N" ETag; abort drops the parts;
 // copy gives the new object the MD5 ETag of its bytes (as one CopyObject does); removing an
 // absent key is ok. Checksum options are accepted and not needed (bytes cannot change here).
+// Content-Type and user metadata are kept as S3 keeps them: set by put and create_multipart,
+// carried by copy, replaced by replace_metadata, returned by head only.
 //
 // Thread safe: mu_ guards the key map; bytes are copied out without holding it.
 #pragma once
@@ -58,7 +60,8 @@ class MemoryObjectStore : public ObjectStore {
   Result<ListPage> list(const ListRequest& request) override;
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
                          const PutOptions& options) override;
-  Result<std::string> create_multipart(std::string_view key) override;
+  Result<std::string> create_multipart(std::string_view key,
+                                       const ObjectHeaders& headers = {}) override;
   Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
                                     int part_number, std::span<const std::byte> body) override;
   Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
@@ -70,6 +73,10 @@ class MemoryObjectStore : public ObjectStore {
   Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
   Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
                           std::string_view if_match_etag) override;
+  Result<ObjectInfo> replace_metadata(std::string_view key, const ObjectInfo& current,
+                                      const ObjectHeaders& headers) override;
+  // Test helper: sets key's user metadata as another client would; false if key is absent.
+  bool set_metadata(std::string_view key, const UserMetadata& metadata);
   Status remove(std::string_view key) override;
   Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) override;
 
@@ -86,6 +93,7 @@ class MemoryObjectStore : public ObjectStore {
     std::vector<std::byte> bytes;
     std::string etag;
     int64_t mtime_sec = 0;
+    ObjectHeaders headers;
   };
   using ObjectPtr = std::shared_ptr<const Object>;
   struct Part {
@@ -96,6 +104,7 @@ class MemoryObjectStore : public ObjectStore {
     std::string key;
     int64_t initiated_sec = 0;
     std::map<int, Part> parts;
+    ObjectHeaders headers;
   };
   ObjectPtr find(std::string_view key) const;
   int64_t now_sec() const;

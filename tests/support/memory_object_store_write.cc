@@ -48,6 +48,7 @@ Result<ObjectInfo> MemoryObjectStore::put(std::string_view key, std::span<const 
   obj->bytes.assign(body.begin(), body.end());
   obj->etag = md5_hex(body);
   obj->mtime_sec = now_sec();
+  obj->headers = ObjectHeaders{options.content_type, options.metadata};
   ObjectInfo info{std::string(key), body.size(), obj->etag, obj->mtime_sec};
   {
     std::lock_guard lock(mu_);
@@ -70,12 +71,13 @@ Result<ObjectInfo> MemoryObjectStore::put(std::string_view key, std::span<const 
   return info;
 }
 
-Result<std::string> MemoryObjectStore::create_multipart(std::string_view key) {
+Result<std::string> MemoryObjectStore::create_multipart(std::string_view key,
+                                                        const ObjectHeaders& headers) {
   multipart_requests_.fetch_add(1, std::memory_order_relaxed);
   if (key.empty()) return fail<std::string>(Errc::kInvalidArgument, "create_multipart: empty key");
   std::lock_guard lock(mu_);
   std::string id = "upload-" + std::to_string(next_upload_++);
-  uploads_.emplace(id, Upload{std::string(key), now_sec(), {}});
+  uploads_.emplace(id, Upload{std::string(key), now_sec(), {}, headers});
   return id;
 }
 
@@ -159,6 +161,7 @@ Result<ObjectInfo> MemoryObjectStore::complete_multipart(std::string_view key,
   }
   obj->etag = multipart_etag(etags);
   obj->mtime_sec = now_sec();
+  obj->headers = it->second.headers;
   ObjectInfo info{std::string(key), obj->bytes.size(), obj->etag, obj->mtime_sec};
   objects_.insert_or_assign(std::string(key), std::move(obj));
   uploads_.erase(it);
@@ -205,9 +208,31 @@ Result<ObjectInfo> MemoryObjectStore::copy(std::string_view src_key, std::string
   obj->bytes = src->bytes;
   obj->etag = md5_hex(obj->bytes);
   obj->mtime_sec = now_sec();
+  obj->headers = src->headers;
   ObjectInfo info{std::string(dst_key), obj->bytes.size(), obj->etag, obj->mtime_sec};
   std::lock_guard lock(mu_);
   objects_.insert_or_assign(std::string(dst_key), std::move(obj));
+  return info;
+}
+
+Result<ObjectInfo> MemoryObjectStore::replace_metadata(std::string_view key,
+                                                       const ObjectInfo& current,
+                                                       const ObjectHeaders& headers) {
+  copy_requests_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) {
+    return fail<ObjectInfo>(Errc::kNotFound, "no such key: " + std::string(key));
+  }
+  if (!current.etag.empty() && it->second->etag != current.etag) {
+    return fail<ObjectInfo>(Errc::kPreconditionFailed,
+                            "ETag of " + std::string(key) + " is no longer " + current.etag);
+  }
+  auto obj = std::make_shared<Object>(*it->second);
+  obj->mtime_sec = now_sec();
+  obj->headers = headers;
+  ObjectInfo info{std::string(key), obj->bytes.size(), obj->etag, obj->mtime_sec};
+  it->second = std::move(obj);
   return info;
 }
 

@@ -16,6 +16,8 @@ APT_PACKAGES=(
   libmicrohttpd-dev  # the HTTP/1.1 server of `warmfs serve` (keep-alive, thread per connection, TLS)
   rsync  # the write tests copy trees into the mount with it
   strace  # tests count the system calls a listing makes into the mount
+  s3fs  # test_attributes: objects written by s3fs-fuse read through warmfs, and the other way
+  autoconf automake  # tools/pjdfstest builds pjdfstest from ../shared/testtools
   libsystemd-dev  # sd_notify: readiness and stop for systemd units of Type=notify
   # tools/fuzz: clang's libFuzzer and its sanitizer runtimes (the fuzz targets build with
   # clang only; the rest of warmfs keeps g++).

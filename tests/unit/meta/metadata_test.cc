@@ -19,10 +19,13 @@ struct Fixture {
   FaultInjectingStore store{bucket};
   std::unique_ptr<Metadata> meta;
 
-  explicit Fixture(std::string prefix = "") {
+  // object_attrs off by default: these tests count the requests of listings and probes;
+  // the HEADs for attributes are counted in their own tests (here and tests/unit/fs).
+  explicit Fixture(std::string prefix = "", bool object_attrs = false) {
     MetaOptions o;
     o.prefix = std::move(prefix);
     o.ttl = 10s;
+    o.object_attrs = object_attrs;
     meta = std::make_unique<Metadata>(store, clock, o);
   }
   std::vector<std::string> names(uint64_t dir) {
@@ -123,6 +126,39 @@ TEST_CASE("the first lookup in an unlisted directory lists it: a tree walk costs
   }
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 0);
   CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 5);  // the root, top, d0..d2
+}
+
+TEST_CASE("with object attributes, a file's first lookup from a listing costs a HEAD, once",
+          "[meta][attrs]") {
+  Fixture f("", true);
+  f.bucket.put_object("d/a", "1");
+  f.bucket.set_metadata("d/a", {{"mode", "33152"}});
+  f.bucket.put_object("d/b", "2");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 1);  // the "d/" marker: none
+  auto a = f.meta->lookup(d->ino, "a");
+  REQUIRE(a.is_ok());
+  CHECK(a->attrs.mode == 33152u);
+  auto b = f.meta->lookup(d->ino, "b");
+  REQUIRE(b.is_ok());
+  CHECK_FALSE(b->attrs.mode);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 3);
+  // Forgotten, the TTL past, listed again: the versions are the same, so no HEAD.
+  f.meta->forget(a->ino, 1);
+  f.meta->forget(b->ino, 1);
+  f.clock.advance(20s);
+  REQUIRE(f.meta->lookup(d->ino, "a").is_ok());
+  REQUIRE(f.meta->lookup(d->ino, "b").is_ok());
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 3);
+  // Changed by another client (a new Last-Modified): HEADed again.
+  f.bucket.set_metadata("d/a", {{"mode", "33188"}});
+  f.bucket.set_mtime("d/a", 1800000000);
+  f.clock.advance(20s);
+  auto again = f.meta->lookup(d->ino, "a");
+  REQUIRE(again.is_ok());
+  CHECK(again->attrs.mode == 33188u);
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 4);
 }
 
 TEST_CASE("a directory that cannot be listed still answers lookups by HEAD", "[meta]") {

@@ -1,0 +1,218 @@
+// The attribute half of Metadata: what objects' user metadata says (object_attrs.h), read
+// with HEADs and kept by path, and the changes this mount makes to it.
+#include <algorithm>
+#include <atomic>
+#include <system_error>
+#include <thread>
+
+#include "common/log.h"
+#include "meta/metadata.h"
+
+namespace warmfs {
+std::string Metadata::known_key(const std::string& path, bool is_dir) {
+  return is_dir ? path + "/" : path;
+}
+
+bool Metadata::known_fresh_locked(const std::string& path, const DirEntry& e) const {
+  auto it = known_.find(known_key(path, e.is_dir));
+  if (it == known_.end()) return false;
+  if (e.is_dir) return true;  // a marker's attributes change only through a mount
+  const Known& k = it->second;
+  return k.etag == e.etag && k.last_modified == e.mtime_sec;
+}
+
+void Metadata::bound_known_locked() {
+  if (known_.size() < kMaxKnown) return;
+  // A bound, not a policy: what a live node needs stays (its changes may not be uploaded).
+  for (auto it = known_.begin(); it != known_.end();) {
+    std::string path = it->first;
+    if (!path.empty() && path.back() == '/') path.pop_back();
+    it = ino_by_path_.count(path) != 0 ? std::next(it) : known_.erase(it);
+  }
+}
+
+void Metadata::record_head_locked(const std::string& path, const ObjectInfo& info) {
+  bound_known_locked();
+  Known& k = known_[known_key(path, false)];
+  if (k.etag != info.etag || k.last_modified != info.mtime_sec) k.link_target.reset();
+  k.etag = info.etag;
+  k.last_modified = info.mtime_sec;
+  k.attrs = attrs_from_metadata(info.metadata);
+  k.stored = std::make_shared<const ObjectHeaders>(ObjectHeaders{info.content_type, info.metadata});
+}
+
+void Metadata::ensure_known(const std::string& path, DirEntry& e) {
+  if (!options_.object_attrs || path.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (known_fresh_locked(path, e)) return;
+  }
+  if (e.is_dir) {
+    // s3fs keeps a directory's mode on its "dir/" marker; an implicit directory has none.
+    auto head = store_.head(dir_key(path));
+    if (!head.is_ok() && head.code() != Errc::kNotFound) {
+      log::debug("HEAD of marker {:?} failed: {}", dir_key(path), head.status().to_string());
+      return;
+    }
+    std::lock_guard lock(mu_);
+    bound_known_locked();
+    Known& k = known_[known_key(path, true)];
+    if (head.is_ok()) {
+      k.attrs = attrs_from_metadata(head->metadata);
+      k.stored =
+          std::make_shared<const ObjectHeaders>(ObjectHeaders{head->content_type, head->metadata});
+    } else {
+      k = Known{};
+    }
+    return;
+  }
+  auto head = store_.head(file_key(path));
+  if (!head.is_ok()) {
+    log::debug("HEAD of {:?} failed: {}", file_key(path), head.status().to_string());
+    return;
+  }
+  std::lock_guard lock(mu_);
+  record_head_locked(path, *head);
+  // The HEAD is newer than the listing.
+  e.size = head->size;
+  e.etag = head->etag;
+  e.mtime_sec = head->mtime_sec;
+}
+
+void Metadata::fetch_attrs(const std::string& dir_path, const DirListing& listing) {
+  if (!options_.object_attrs) return;
+  std::vector<std::pair<std::string, DirEntry>> missing;
+  {
+    std::lock_guard lock(mu_);
+    for (const DirEntry& e : listing.entries) {
+      std::string path = child_path(dir_path, e.name);
+      if (e.etag.empty() && !e.is_dir) continue;  // created here, not uploaded yet
+      if (!known_fresh_locked(path, e)) missing.emplace_back(std::move(path), e);
+    }
+  }
+  if (missing.empty()) return;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < missing.size(); i = next++) {
+      ensure_known(missing[i].first, missing[i].second);
+    }
+  };
+  const size_t n = std::min<size_t>(kAttrHeadThreads, missing.size());
+  std::vector<std::thread> threads;
+  threads.reserve(n - 1);
+  try {
+    for (size_t t = 1; t < n; ++t) threads.emplace_back(work);
+  } catch (const std::system_error& e) {
+    // No thread to be had (a process limit): the threads there are, and this one, do it all.
+    log::warn("HEADs of {:?} with {} threads: {}", dir_path, threads.size() + 1, e.what());
+  }
+  work();
+  for (auto& t : threads) t.join();
+}
+
+Result<NodeAttr> Metadata::add_object(uint64_t parent, std::string_view name,
+                                      const ObjectInfo& info, const ObjectHeaders& headers) {
+  std::string path;
+  {
+    std::lock_guard lock(mu_);
+    WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
+    bound_known_locked();
+    known_[known_key(path, false)] =
+        Known{info.etag, info.mtime_sec, attrs_from_metadata(headers.metadata),
+              std::make_shared<const ObjectHeaders>(headers), std::nullopt};
+    DirEntry e{std::string(name), false, info.size, info.mtime_sec, info.etag};
+    edit_listing_locked(std::string(dir_name(path)), name, &e);
+    touch_dir_locked(dir_name(path));
+  }
+  DirEntry e{std::string(name), false, info.size, info.mtime_sec, info.etag};
+  return upsert_node(parent, path, e, clock_.now());
+}
+
+void Metadata::set_attrs(uint64_t ino, const ObjectAttrs& attrs) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  const Node& n = it->second;
+  bound_known_locked();
+  auto [kit, inserted] = known_.try_emplace(known_key(n.path, n.is_dir));
+  if (inserted && !n.is_dir) {
+    kit->second.etag = n.etag;
+    kit->second.last_modified = n.mtime_sec;
+  }
+  kit->second.attrs = attrs;
+}
+
+void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHeaders& headers) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  Node& n = it->second;
+  Known& k = known_[known_key(n.path, n.is_dir)];
+  k.attrs = attrs_from_metadata(headers.metadata);
+  k.stored = std::make_shared<const ObjectHeaders>(headers);
+  if (n.is_dir) return;
+  k.etag = info.etag;
+  k.last_modified = info.mtime_sec;
+  n.etag = info.etag;
+  n.mtime_sec = info.mtime_sec;
+  n.validated_at = clock_.now();
+  auto pit = ino_by_path_.find(n.path);
+  if (pit == ino_by_path_.end() || pit->second != ino) return;
+  DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, n.etag};
+  edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
+}
+
+void Metadata::content_changed(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || it->second.is_dir) return;
+  auto kit = known_.find(known_key(it->second.path, false));
+  if (kit == known_.end()) return;
+  kit->second.attrs.mtime.reset();
+  kit->second.attrs.ctime.reset();
+}
+
+ObjectHeaders Metadata::headers_for(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  ObjectHeaders h;
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return h;
+  auto kit = known_.find(known_key(it->second.path, it->second.is_dir));
+  if (kit == known_.end()) return h;
+  if (kit->second.stored) h = *kit->second.stored;
+  for (const char* name : kAttrMetadataNames) h.metadata.erase(name);
+  attrs_to_metadata(kit->second.attrs, h.metadata);
+  return h;
+}
+
+Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
+  const Node& n = it->second;
+  ObjectInfo info;
+  info.key = n.is_dir ? dir_key(n.path) : file_key(n.path);
+  info.size = n.is_dir ? 0 : n.size;
+  info.etag = n.etag;
+  info.mtime_sec = n.mtime_sec;
+  return info;
+}
+
+std::optional<std::string> Metadata::link_target(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return std::nullopt;
+  auto kit = known_.find(known_key(it->second.path, false));
+  if (kit == known_.end()) return std::nullopt;
+  return kit->second.link_target;
+}
+
+void Metadata::set_link_target(uint64_t ino, std::string target) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end()) return;
+  auto kit = known_.find(known_key(it->second.path, false));
+  if (kit != known_.end()) kit->second.link_target = std::move(target);
+}
+
+}  // namespace warmfs
