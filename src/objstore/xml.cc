@@ -149,6 +149,42 @@ Result<ListPage> parse_list_objects_v2(std::string_view body) {
   return page;
 }
 
+Result<ListPage> parse_list_object_versions(std::string_view body) {
+  constexpr std::string_view kWhat = "ListObjectVersions";
+  pugi::xml_document doc;
+  WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root, load(doc, body, kWhat, "ListVersionsResult"));
+  const bool url_encoded = std::string_view(root.child_value("EncodingType")) == "url";
+
+  ListPage page;
+  for (pugi::xml_node node : root.children("Version")) {
+    if (std::string_view(node.child_value("IsLatest")) != "true") continue;
+    WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, parse_contents(node, url_encoded));
+    info.version_id = node.child_value("VersionId");
+    if (info.version_id.empty()) return corrupt(kWhat, "Version without VersionId");
+    page.objects.push_back(std::move(info));
+  }
+  for (pugi::xml_node node : root.children("CommonPrefixes")) {
+    pugi::xml_node prefix = node.child("Prefix");
+    if (!prefix) return corrupt(kWhat, "CommonPrefixes without Prefix");
+    WARMFS_ASSIGN_OR_RETURN(std::string p, maybe_decode(prefix.child_value(), url_encoded));
+    page.common_prefixes.push_back(std::move(p));
+  }
+  std::string_view truncated = root.child_value("IsTruncated");
+  if (truncated == "true") {
+    page.truncated = true;
+  } else if (!truncated.empty() && truncated != "false") {
+    return corrupt(kWhat, fmt::format("bad IsTruncated '{}'", one_line(truncated)));
+  }
+  if (page.truncated) {
+    WARMFS_ASSIGN_OR_RETURN(std::string key_marker,
+                            maybe_decode(root.child_value("NextKeyMarker"), url_encoded));
+    if (key_marker.empty())
+      return corrupt(kWhat, "IsTruncated is true but NextKeyMarker is missing");
+    page.next_token = key_marker + "\n" + root.child_value("NextVersionIdMarker");
+  }
+  return page;
+}
+
 Result<S3ErrorInfo> parse_error(std::string_view body) {
   pugi::xml_document doc;
   WARMFS_ASSIGN_OR_RETURN(pugi::xml_node root, load(doc, body, "S3 error", "Error"));
