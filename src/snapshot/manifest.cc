@@ -22,9 +22,9 @@ constexpr size_t kBlockEntries = 65536;
 constexpr int kZstdLevel = 3;  // zstd's default: ~300 MB/s, most of the ratio of higher levels
 
 // ETag kinds in the in-memory and on-disk encoding (one byte, then the bytes):
-constexpr uint8_t kEtagRaw = 0;     // a length byte, then the ETag as is
-constexpr uint8_t kEtagMd5 = 1;     // 16 bytes: an ETag of 32 lowercase hex digits
-constexpr uint8_t kEtagMd5Dash = 2; // 16 bytes, a length byte, the rest ("-N" of a multipart)
+constexpr uint8_t kEtagRaw = 0;      // a length byte, then the ETag as is
+constexpr uint8_t kEtagMd5 = 1;      // 16 bytes: an ETag of 32 lowercase hex digits
+constexpr uint8_t kEtagMd5Dash = 2;  // 16 bytes, a length byte, the rest ("-N" of a multipart)
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -111,7 +111,9 @@ bool get_varint(std::string_view data, size_t* pos, uint64_t* v) {
   return false;
 }
 
-uint64_t zigzag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
 int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 template <typename T>
@@ -364,12 +366,12 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
       break;
     }
     raw.resize(raw_size);
-    const size_t n = ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), bytes.data() + pos,
-                                         frame_size);
+    const size_t n =
+        ZSTD_decompressDCtx(dctx, raw.data(), raw.size(), bytes.data() + pos, frame_size);
     pos += frame_size;
     if (ZSTD_isError(n) || n != raw_size) {
-      failed = corrupt(fmt::format("block {}: {}", b,
-                                   ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size"));
+      failed = corrupt(
+          fmt::format("block {}: {}", b, ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size"));
       break;
     }
     std::string_view data(raw);
@@ -407,7 +409,8 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
       }
       m.append(prev, size, mtime, etag, vid);
     }
-    if (failed.is_ok() && p != data.size()) failed = corrupt(fmt::format("block {}: trailing bytes", b));
+    if (failed.is_ok() && p != data.size())
+      failed = corrupt(fmt::format("block {}: trailing bytes", b));
   }
   ZSTD_freeDCtx(dctx);
   if (!failed.is_ok()) return failed;

@@ -32,10 +32,9 @@ struct Walk {
     ListRequest req;
     req.prefix = dir;
     req.delimiter = "/";
-    const std::string reserved = prefix + std::string(kReservedFolder);
+    const std::string reserved = prefix + std::string(kReservedDirName) + "/";
     for (;;) {
-      Result<ListPage> page =
-          options.versions ? store.list_versions(req) : store.list(req);
+      Result<ListPage> page = options.versions ? store.list_versions(req) : store.list(req);
       if (stats) stats->list_requests.fetch_add(1, std::memory_order_relaxed);
       if (!page.is_ok()) return page.status();
       std::lock_guard lock(mu);

@@ -4,7 +4,7 @@
 // pages), and every common prefix it names becomes a new listing, queued for a pool of
 // `concurrency` threads. A tree of many directories lists with that many requests in flight;
 // one flat directory lists page after page (its pages chain by continuation token).
-// Keys under the prefix's reserved ".warmfs/" folder (stored snapshots) are left out.
+// Keys under the prefix's reserved folder (kReservedDirName: stored snapshots) are left out.
 //
 // Thread safety: the function is reentrant; the store must be thread safe (every
 // ObjectStore is).
@@ -15,15 +15,12 @@
 #include <cstdint>
 #include <string>
 
+#include "common/reserved_names.h"
 #include "objstore/object_store.h"
 #include "snapshot/manifest.h"
 #include "warmfs/result.h"
 
 namespace warmfs {
-
-// The folder, directly below a snapshot's prefix, that snapshots stored in the bucket live in
-// ("PREFIX.warmfs/snapshots/NAME"); never part of a snapshot.
-inline constexpr std::string_view kReservedFolder = ".warmfs/";
 
 struct SnapshotListOptions {
   // Listings in flight at once. S3 serves thousands of LISTs a second per prefix; 32 keeps a

@@ -68,12 +68,11 @@ Result<size_t> SnapshotStore::get_range_progress(std::string_view key, uint64_t 
 
 Status SnapshotStore::stale(std::string_view key, size_t i, const Status& st) {
   const bool pinned_by_version = pin_versions_ && !manifest_->version_id(i).empty();
-  std::string msg =
-      pinned_by_version
-          ? fmt::format("{}: version {} of the snapshot is gone from the bucket ({})", key,
-                        manifest_->version_id(i), st.message())
-          : fmt::format("{} changed since the snapshot (its ETag was {}): {}", key,
-                        manifest_->etag(i), st.message());
+  std::string msg = pinned_by_version
+                        ? fmt::format("{}: version {} of the snapshot is gone from the bucket ({})",
+                                      key, manifest_->version_id(i), st.message())
+                        : fmt::format("{} changed since the snapshot (its ETag was {}): {}", key,
+                                      manifest_->etag(i), st.message());
   bool first = false;
   {
     std::lock_guard lock(logged_mu_);
@@ -160,9 +159,7 @@ Result<ObjectInfo> SnapshotStore::put(std::string_view key, std::span<const std:
                                       const PutOptions&) {
   return read_only(key);
 }
-Result<std::string> SnapshotStore::create_multipart(std::string_view key) {
-  return read_only(key);
-}
+Result<std::string> SnapshotStore::create_multipart(std::string_view key) { return read_only(key); }
 Result<CompletedPart> SnapshotStore::upload_part(std::string_view key, std::string_view, int,
                                                  std::span<const std::byte>) {
   return read_only(key);

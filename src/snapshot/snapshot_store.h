@@ -76,7 +76,7 @@ class SnapshotStore : public ObjectStore {
   ObjectStore& inner_;
   const std::shared_ptr<const Manifest> manifest_;
   const bool pin_versions_;
-  std::mutex logged_mu_;                // protects logged_
+  std::mutex logged_mu_;                       // protects logged_
   std::set<std::string, std::less<>> logged_;  // keys whose change was logged
 };
 

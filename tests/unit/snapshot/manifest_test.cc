@@ -14,7 +14,8 @@ Manifest sample(bool versions) {
   ManifestBuilder b("bkt", "data/", versions, 1700000000);
   // Out of order, with a duplicate (the last one wins) and every kind of ETag.
   REQUIRE(b.add("train/b.jpg", 20, 1700000002, "0123456789abcdef0123456789abcdef", "v2").is_ok());
-  REQUIRE(b.add("train/a.jpg", 10, 1700000001, "0123456789abcdef0123456789abcdef-12", "v1").is_ok());
+  REQUIRE(
+      b.add("train/a.jpg", 10, 1700000001, "0123456789abcdef0123456789abcdef-12", "v1").is_ok());
   REQUIRE(b.add("val/x", 0, 1600000000, "NOT-HEX-ETAG", "").is_ok());
   REQUIRE(b.add("train/a.jpg", 11, 1700000003, "ABCDEF0123456789ABCDEF0123456789", "v3").is_ok());
   REQUIRE(b.add("z", 1ull << 40, -5, "", "v4").is_ok());

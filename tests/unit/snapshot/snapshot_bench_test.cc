@@ -96,6 +96,6 @@ TEST_CASE("snapshot benchmark", "[.snapshot-bench]") {
                "%.1f bytes/key), load %.2f s (%.0f keys/s), memory %.1f bytes/entry (%.1f over "
                "the key), readdir of all %zu directories %.2f s (%.0f entries/s)\n",
                n, list_s, n / list_s, write_s, file_bytes / 1048576.0,
-               static_cast<double>(file_bytes) / n, load_s, n / load_s, per_entry, over_name,
-               dirs, readdir_s, entries / readdir_s);
+               static_cast<double>(file_bytes) / n, load_s, n / load_s, per_entry, over_name, dirs,
+               readdir_s, entries / readdir_s);
 }

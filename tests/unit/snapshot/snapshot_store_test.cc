@@ -53,7 +53,8 @@ std::vector<std::string> all_pages(ObjectStore& s, const std::string& prefix,
   for (;;) {
     auto page = s.list(req);
     REQUIRE(page.is_ok());
-    for (auto& o : page->objects) out.push_back(o.key + " " + std::to_string(o.size) + " " + o.etag);
+    for (auto& o : page->objects)
+      out.push_back(o.key + " " + std::to_string(o.size) + " " + o.etag);
     for (auto& p : page->common_prefixes) out.push_back(p);
     if (!page->truncated) break;
     req.continuation_token = page->next_token;
@@ -118,8 +119,10 @@ TEST_CASE("a tree walk through a snapshot costs the bucket no request", "[snapsh
     for (const DirEntry& e : (*l)->entries) {
       auto a = meta.lookup(dir, e.name);
       REQUIRE(a.is_ok());
-      if (a->is_dir) dirs.push_back(a->ino);
-      else ++files;
+      if (a->is_dir)
+        dirs.push_back(a->ino);
+      else
+        ++files;
     }
     f.clock.advance(2s);  // past the TTL: revalidations too come from the snapshot
   }
@@ -134,8 +137,7 @@ TEST_CASE("a tree walk through a snapshot costs the bucket no request", "[snapsh
   CHECK(after.head_requests == before.head_requests);
 }
 
-TEST_CASE("snapshot reads are pinned: a changed object is stale, never other bytes",
-          "[snapshot]") {
+TEST_CASE("snapshot reads are pinned: a changed object is stale, never other bytes", "[snapshot]") {
   Fixture f;
   f.fill("");
   auto manifest = std::make_shared<const Manifest>(f.snapshot(""));
