@@ -148,8 +148,7 @@ int run_snapshot(const SnapshotArgs& a) {
     lo.concurrency = a.concurrency;
     lo.versions = a.versions;
     SnapshotListStats stats;
-    const int64_t now =
-        std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
+    const int64_t now = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
     manifest = take_snapshot(*store, plan.src.bucket, plan.src.prefix, now, lo, &stats);
     how = fmt::format("{} LIST requests", stats.list_requests.load());
   }
@@ -188,8 +187,7 @@ Result<std::string> resolve_snapshot_arg(const std::string& value) {
 
 Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& file,
                                                            const std::string& bucket,
-                                                           const std::string& prefix,
-                                                           bool versions,
+                                                           const std::string& prefix, bool versions,
                                                            ObjectStore& bucket_store) {
   auto manifest = !file.empty() && file.front() == '/'
                       ? read_manifest_file(file)

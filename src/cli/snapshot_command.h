@@ -23,7 +23,7 @@ struct SnapshotArgs {
   std::string profile;
   bool no_sign_request = false;
   bool path_style = false;
-  bool versions = false;   // record version ids (ListObjectVersions)
+  bool versions = false;    // record version ids (ListObjectVersions)
   size_t concurrency = 32;  // listings in flight
 };
 
@@ -45,7 +45,7 @@ Result<std::string> resolve_snapshot_arg(const std::string& value);
 // of a manifest taken without them.
 Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& file,
                                                            const std::string& bucket,
-                                                           const std::string& prefix,
-                                                           bool versions, ObjectStore& bucket_store);
+                                                           const std::string& prefix, bool versions,
+                                                           ObjectStore& bucket_store);
 
 }  // namespace warmfs::cli

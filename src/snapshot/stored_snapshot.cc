@@ -46,8 +46,8 @@ Result<Manifest> load_stored_snapshot(ObjectStore& store, std::string_view prefi
   auto info = store.head(key);
   if (!info.is_ok()) {
     if (info.code() == Errc::kNotFound) {
-      return Status(Errc::kNotFound,
-                    fmt::format("no snapshot named '{}' ({} has no {})", name, store.describe(), key));
+      return Status(Errc::kNotFound, fmt::format("no snapshot named '{}' ({} has no {})", name,
+                                                 store.describe(), key));
     }
     return info.status();
   }
