@@ -450,43 +450,29 @@ Result<size_t> S3ObjectStore::get_range_impl(std::string_view key, std::string_v
 }
 
 Result<ListPage> S3ObjectStore::list(const ListRequest& request) {
-  list_requests_.fetch_add(1, std::memory_order_relaxed);
-  Call call;
-  call.op = "LIST";
-  call.query.emplace_back("list-type", "2");
-  call.query.emplace_back("encoding-type", "url");
-  if (!request.prefix.empty()) call.query.emplace_back("prefix", request.prefix);
-  if (!request.delimiter.empty()) call.query.emplace_back("delimiter", request.delimiter);
-  if (!request.continuation_token.empty()) {
-    call.query.emplace_back("continuation-token", request.continuation_token);
-  }
-  if (request.max_keys > 0) call.query.emplace_back("max-keys", std::to_string(request.max_keys));
-
-  WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
-  const std::string target = fmt::format("{} prefix '{}'", describe(), request.prefix);
-  if (r.status != 200) {
-    if (r.status != 404) errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(errc_for_status(r.status),
-                  one_line(fmt::format("LIST {}: {}", target, describe_http_error(r))));
-  }
-  auto page = s3::parse_list_objects_v2(r.body);
-  if (!page.is_ok()) {
-    errors_.fetch_add(1, std::memory_order_relaxed);
-    return Status(page.code(),
-                  one_line(fmt::format("LIST {}: {}", target, page.status().message())));
-  }
-  return page;
+  return list_impl(request, false);
 }
 
 Result<ListPage> S3ObjectStore::list_versions(const ListRequest& request) {
+  return list_impl(request, true);
+}
+
+Result<ListPage> S3ObjectStore::list_impl(const ListRequest& request, bool versions) {
   list_requests_.fetch_add(1, std::memory_order_relaxed);
   Call call;
   call.op = "LIST";
-  call.query.emplace_back("versions", "");
+  if (versions) {
+    call.query.emplace_back("versions", "");
+  } else {
+    call.query.emplace_back("list-type", "2");
+  }
   call.query.emplace_back("encoding-type", "url");
   if (!request.prefix.empty()) call.query.emplace_back("prefix", request.prefix);
   if (!request.delimiter.empty()) call.query.emplace_back("delimiter", request.delimiter);
-  if (!request.continuation_token.empty()) {
+  if (!request.continuation_token.empty() && !versions) {
+    call.query.emplace_back("continuation-token", request.continuation_token);
+  } else if (!request.continuation_token.empty()) {
+    // list_versions' token: "KEY-MARKER\nVERSION-ID-MARKER".
     const std::string& t = request.continuation_token;
     const size_t nl = t.find('\n');
     call.query.emplace_back("key-marker", t.substr(0, nl));
@@ -497,17 +483,18 @@ Result<ListPage> S3ObjectStore::list_versions(const ListRequest& request) {
   if (request.max_keys > 0) call.query.emplace_back("max-keys", std::to_string(request.max_keys));
 
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
-  const std::string target = fmt::format("{} prefix '{}'", describe(), request.prefix);
+  const std::string target =
+      fmt::format("{}{} prefix '{}'", versions ? "versions " : "", describe(), request.prefix);
   if (r.status != 200) {
     if (r.status != 404) errors_.fetch_add(1, std::memory_order_relaxed);
     return Status(errc_for_status(r.status),
-                  one_line(fmt::format("LIST versions {}: {}", target, describe_http_error(r))));
+                  one_line(fmt::format("LIST {}: {}", target, describe_http_error(r))));
   }
-  auto page = s3::parse_list_object_versions(r.body);
+  auto page = versions ? s3::parse_list_object_versions(r.body) : s3::parse_list_objects_v2(r.body);
   if (!page.is_ok()) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     return Status(page.code(),
-                  one_line(fmt::format("LIST versions {}: {}", target, page.status().message())));
+                  one_line(fmt::format("LIST {}: {}", target, page.status().message())));
   }
   return page;
 }

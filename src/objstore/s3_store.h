@@ -150,6 +150,8 @@ class S3ObjectStore final : public ObjectStore {
   const S3Config& config() const { return config_; }
 
  private:
+  // One page of ListObjectsV2, or with versions of ListObjectVersions.
+  Result<ListPage> list_impl(const ListRequest& request, bool versions);
   // A range GET, of version_id when not empty, pinned by if_match when not empty.
   Result<size_t> get_range_impl(std::string_view key, std::string_view version_id, uint64_t offset,
                                 std::span<std::byte> out, std::string_view if_match,
