@@ -111,7 +111,7 @@ class Snapshot(harness.WarmfsTestCase):
         self.assertEqual(stats["bucket_requests"]["get"], 0, stats["bucket_requests"])
         self.assertEqual(proxy.stats()["requests"], before, "the bucket saw requests")
         # Reads are the only requests, and bring the right bytes.
-        self.assertEqual((m.path / key_of(1234)[len(PREFIX):]).read_bytes(), body_of(1234))
+        self.assertEqual((m.path / key_of(KEYS // 2)[len(PREFIX):]).read_bytes(), body_of(KEYS // 2))
         self.assertEqual(m.stats()["bucket_requests"]["list"], 0)
         # Read-only.
         with self.assertRaises(OSError) as e:
