@@ -16,7 +16,7 @@ import harness  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "bench-smoke"
-EXPECTED = {"seq": 3, "par4": 3, "rand": 3, "small": 3, "ls": 2, "tar": 3, "ckpt": 1}
+EXPECTED = {"seq": 3, "par4": 3, "rand": 3, "small": 3, "ls": 2, "tar": 3, "ckpt": 1, "find": 2}
 
 
 class BenchSmoke(unittest.TestCase):

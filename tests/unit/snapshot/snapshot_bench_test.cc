@@ -99,3 +99,33 @@ TEST_CASE("snapshot benchmark", "[.snapshot-bench]") {
                static_cast<double>(file_bytes) / n, load_s, n / load_s, per_entry, over_name, dirs,
                readdir_s, entries / readdir_s);
 }
+
+TEST_CASE("snapshot benchmark: one huge directory", "[.snapshot-bench]") {
+  const char* env = std::getenv("WARMFS_SNAPSHOT_BENCH_KEYS");
+  const size_t n = env ? std::strtoull(env, nullptr, 10) : 1'000'000;
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};  // empty: the listing comes from the manifest alone
+  ManifestBuilder b("b", "", false, 1);
+  for (size_t i = 0; i < n; ++i) {
+    REQUIRE(b.add(fmt::format("flat/{:09}.bin", i), i, 1, fmt::format("{:032x}", i)).is_ok());
+  }
+  SnapshotStore store(bucket, std::make_shared<const Manifest>(std::move(b).finish()));
+  Metadata meta(store, clock, MetaOptions{});
+  auto t0 = std::chrono::steady_clock::now();
+  auto dir = meta.lookup(kRootIno, "flat");
+  REQUIRE(dir.is_ok());
+  auto l = meta.list(dir->ino);
+  REQUIRE(l.is_ok());
+  const double list_s = since(t0);
+  CHECK((*l)->entries.size() == n);
+  t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; i += n / 1000) {
+    REQUIRE(meta.lookup(dir->ino, fmt::format("{:09}.bin", i)).is_ok());
+  }
+  const double lookup_s = since(t0);
+  CHECK(bucket.counters().list_requests == 0);
+  std::fprintf(stderr,
+               "one directory of %zu entries: listed through Metadata in %.2f s (%.0f entries/s); "
+               "1,000 lookups in it %.3f s\n",
+               n, list_s, n / list_s, lookup_s);
+}
