@@ -172,3 +172,33 @@ TEST_CASE("a snapshot store refuses writes", "[snapshot]") {
   CHECK(store.create_multipart("k").code() == Errc::kReadOnly);
   CHECK(f.bucket.head("top.txt").is_ok());
 }
+
+// A bucket whose listings fail from the n-th on.
+class FailingLists : public MemoryObjectStore {
+ public:
+  FailingLists(Clock& clock, int ok_lists) : MemoryObjectStore("b", clock), left_(ok_lists) {}
+  Result<ListPage> list(const ListRequest& request) override {
+    if (left_.fetch_sub(1) <= 0) return Status(Errc::kAccessDenied, "denied");
+    return MemoryObjectStore::list(request);
+  }
+
+ private:
+  std::atomic<int> left_;
+};
+
+TEST_CASE("a failing listing fails the snapshot, whichever listing it is", "[snapshot]") {
+  FakeClock clock;
+  for (int n : {0, 1, 5, 12}) {
+    INFO("listings before the failure: " << n);
+    FailingLists bucket(clock, n);
+    for (int d = 0; d < 20; ++d) bucket.put_object(fmt::format("d{:02}/f", d), "x");
+    SnapshotListOptions o;
+    o.concurrency = 4;
+    CHECK(take_snapshot(bucket, "b", "", 1, o).code() == Errc::kAccessDenied);
+  }
+  FailingLists fine(clock, 1000);
+  fine.put_object("a", "x");
+  CHECK(take_snapshot(fine, "b", "", 1, SnapshotListOptions{}).is_ok());
+  CHECK(take_snapshot(fine, "b", "no-slash", 1, SnapshotListOptions{}).code() ==
+        Errc::kInvalidArgument);
+}
