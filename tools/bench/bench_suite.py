@@ -559,7 +559,10 @@ class Bench:
                             del m.extra_args[len(m.extra_args) - len(extra):]
                         r = self.find_tree(m.root, timeout)
                         if m.has_stats:
-                            r["warmfs_requests"] = m.stats()["bucket_requests"]
+                            st = m.stats()
+                            r["warmfs_requests"] = st["bucket_requests"]
+                            # The daemon's memory once it has shown the whole tree.
+                            r["warmfs_rss_mib"] = round(st["process"]["rss_bytes"] / MiB, 1)
                         return {**r, **snap}
                     return self.timed(mount_and_find)
                 try:
