@@ -245,10 +245,11 @@ int main(int argc, char** argv) {
         throw UsageError{
             "--cache-server needs --token-file (or --insecure-no-token on a trusted network)"};
       }
+      const bool read_only = m.read_only || !m.snapshot.empty();  // a snapshot is read-only
       m.file_mode =
-          !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (m.read_only ? 0444 : 0644);
+          !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (read_only ? 0444 : 0644);
       m.dir_mode =
-          !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
+          !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (read_only ? 0555 : 0755);
       check_metrics_listen(m.metrics_listen);
     }
     if (stats->parsed() && stats_server.empty() == stats_point.empty()) {

@@ -113,7 +113,8 @@ class Snapshot(harness.WarmfsTestCase):
         # Reads are the only requests, and bring the right bytes.
         self.assertEqual((m.path / key_of(KEYS // 2)[len(PREFIX):]).read_bytes(), body_of(KEYS // 2))
         self.assertEqual(m.stats()["bucket_requests"]["list"], 0)
-        # Read-only.
+        # Read-only, and shown so.
+        self.assertEqual(os.stat(m.path / key_of(0)[len(PREFIX):]).st_mode & 0o777, 0o444)
         with self.assertRaises(OSError) as e:
             (m.path / "new.txt").write_bytes(b"n")
         self.assertEqual(e.exception.errno, errno.EROFS)
