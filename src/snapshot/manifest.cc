@@ -144,6 +144,12 @@ std::string Manifest::etag(size_t i) const {
   return out;
 }
 
+std::string_view Manifest::encoded_etag(size_t i) const {
+  size_t pos = entries_[i].etag_off;
+  get_etag(etags_, &pos, nullptr);
+  return std::string_view(etags_).substr(entries_[i].etag_off, pos - entries_[i].etag_off);
+}
+
 std::string Manifest::version_id(size_t i) const {
   if (!has_versions_) return {};
   const size_t off = version_off_[i];
@@ -188,6 +194,24 @@ void Manifest::append(std::string_view k, uint64_t size, int64_t mtime, std::str
   e.mtime_sec = mtime;
   names_.append(k);
   put_etag(etags_, etag);
+  if (has_versions_) {
+    version_off_.push_back(static_cast<uint32_t>(versions_.size()));
+    versions_.push_back(static_cast<char>(version_id.size()));
+    versions_.append(version_id);
+  }
+  entries_.push_back(e);
+}
+
+void Manifest::append_encoded(std::string_view k, uint64_t size, int64_t mtime,
+                              std::string_view encoded_etag, std::string_view version_id) {
+  Entry e;
+  e.name_off = names_.size();
+  e.name_len = static_cast<uint32_t>(k.size());
+  e.etag_off = static_cast<uint32_t>(etags_.size());
+  e.size = size;
+  e.mtime_sec = mtime;
+  names_.append(k);
+  etags_.append(encoded_etag);
   if (has_versions_) {
     version_off_.push_back(static_cast<uint32_t>(versions_.size()));
     versions_.push_back(static_cast<char>(version_id.size()));
@@ -291,7 +315,7 @@ std::string encode_manifest(const Manifest& m) {
       put_varint(raw, m.object_size(i));
       put_varint(raw, zigzag(m.mtime_sec(i) - prev_mtime));
       prev_mtime = m.mtime_sec(i);
-      put_etag(raw, m.etag(i));
+      raw.append(m.encoded_etag(i));
       if (m.has_versions()) {
         const std::string v = m.version_id(i);
         raw.push_back(static_cast<char>(v.size()));
@@ -356,7 +380,6 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
   ZSTD_DCtx* dctx = ZSTD_createDCtx();
   std::string raw;
   std::string prev;
-  std::string etag;
   Status failed = Status::ok();
   for (uint32_t b = 0; b < blocks && failed.is_ok(); ++b) {
     uint32_t raw_size = 0, frame_size = 0, entries = 0;
@@ -388,8 +411,9 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
       prev.resize(shared);
       prev.append(data.substr(p, suffix));
       p += suffix;
-      if (!get_varint(data, &p, &size) || !get_varint(data, &p, &dm) ||
-          !get_etag(data, &p, &etag)) {
+      const bool numbers = get_varint(data, &p, &size) && get_varint(data, &p, &dm);
+      const size_t etag_at = p;
+      if (!numbers || !get_etag(data, &p, nullptr)) {
         failed = corrupt(fmt::format("block {}: bad entry", b));
         break;
       }
@@ -407,7 +431,8 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
         failed = corrupt(fmt::format("keys out of order at '{}'", prev));
         break;
       }
-      m.append(prev, size, mtime, etag, vid);
+      // The ETag's encoding in a block is its encoding in memory: copied as is.
+      m.append_encoded(prev, size, mtime, data.substr(etag_at, p - etag_at), vid);
     }
     if (failed.is_ok() && p != data.size())
       failed = corrupt(fmt::format("block {}: trailing bytes", b));

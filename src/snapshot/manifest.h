@@ -52,6 +52,8 @@ class Manifest {
   uint64_t object_size(size_t i) const { return entries_[i].size; }
   int64_t mtime_sec(size_t i) const { return entries_[i].mtime_sec; }
   std::string etag(size_t i) const;
+  // The ETag in its packed encoding (the same in memory and in a file's blocks).
+  std::string_view encoded_etag(size_t i) const;
   std::string version_id(size_t i) const;
   ManifestEntryView entry(size_t i) const;
 
@@ -79,6 +81,9 @@ class Manifest {
 
   void append(std::string_view key, uint64_t size, int64_t mtime, std::string_view etag,
               std::string_view version_id);
+  // As append, with the ETag already in its packed encoding (from a file's block).
+  void append_encoded(std::string_view key, uint64_t size, int64_t mtime,
+                      std::string_view encoded_etag, std::string_view version_id);
 
   std::string bucket_;
   std::string prefix_;
