@@ -237,7 +237,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
   fo.extra_stats.push_back(credentials_stats(credentials));
   fo.extra_stats.push_back(mount_source_stats(d.store->config().endpoint, d.store->config().region,
-                                              d.store->config().path_style, a.snapshot));
+                                              d.store->config().path_style, a.snapshot,
+                                              d.snapshot ? &d.snapshot->manifest() : nullptr));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
     if (!staging.is_ok())

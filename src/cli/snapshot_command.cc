@@ -52,6 +52,8 @@ struct Plan {
   S3Source src;
   S3Flags flags;
   std::string mounted_snapshot;  // from a mount of a snapshot: its file or name
+  int64_t mounted_keys = -1;     // and what the mount says it holds (-1: not said)
+  int64_t mounted_created = -1;
 };
 
 // The source of `warmfs snapshot MNT ...`: the mount's stats say its bucket, prefix, endpoint
@@ -76,6 +78,8 @@ Result<Plan> plan_from_mount(const SnapshotArgs& a) {
     if (p.flags.region.empty()) p.flags.region = s.value("region", "");
     p.flags.path_style = p.flags.path_style || s.value("path_style", false);
     p.mounted_snapshot = s.value("snapshot", "");
+    p.mounted_keys = s.value("snapshot_keys", int64_t{-1});
+    p.mounted_created = s.value("snapshot_created", int64_t{-1});
   }
   return p;
 }
@@ -141,6 +145,16 @@ int run_snapshot(const SnapshotArgs& a) {
       manifest = load_stored_snapshot(*store, plan.src.prefix, plan.mounted_snapshot);
     }
     how = "copied from the mount's snapshot " + plan.mounted_snapshot + ", no LIST";
+    // The file or name may hold another snapshot by now than the one mounted.
+    if (manifest.is_ok() && plan.mounted_keys >= 0 &&
+        (static_cast<int64_t>(manifest->size()) != plan.mounted_keys ||
+         manifest->created_sec() != plan.mounted_created)) {
+      manifest =
+          Status(Errc::kPreconditionFailed,
+                 fmt::format("{} is no longer the snapshot mounted at {} (remount it, or "
+                             "snapshot s3://{}/{} instead)",
+                             plan.mounted_snapshot, a.source, plan.src.bucket, plan.src.prefix));
+    }
   } else if (Status st = need_store(); !st.is_ok()) {
     manifest = st;
   } else {
@@ -211,9 +225,14 @@ Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& fi
 }
 
 std::function<std::string()> mount_source_stats(std::string endpoint, std::string region,
-                                                bool path_style, std::string snapshot) {
+                                                bool path_style, std::string snapshot,
+                                                const Manifest* manifest) {
   nlohmann::json s = {{"endpoint", endpoint}, {"region", region}, {"path_style", path_style}};
   if (!snapshot.empty()) s["snapshot"] = snapshot;
+  if (manifest != nullptr) {
+    s["snapshot_keys"] = manifest->size();
+    s["snapshot_created"] = manifest->created_sec();
+  }
   std::string text = nlohmann::json{{"source", s}}.dump();
   return [text] { return text; };
 }

@@ -30,10 +30,12 @@ struct SnapshotArgs {
 int run_snapshot(const SnapshotArgs& args);
 
 // A part of a mount's stats (FsOptions::extra_stats) that lets `warmfs snapshot MNT` find
-// where the mount comes from: {"source": {"endpoint", "region", "path_style", "snapshot"}}
-// (snapshot: the --snapshot file or name, or absent). No secrets.
+// where the mount comes from: {"source": {"endpoint", "region", "path_style", "snapshot",
+// "snapshot_keys", "snapshot_created"}} (the snapshot's members only with a snapshot, so that
+// a copy can check it is of the manifest mounted). No secrets.
 std::function<std::string()> mount_source_stats(std::string endpoint, std::string region,
-                                                bool path_style, std::string snapshot);
+                                                bool path_style, std::string snapshot,
+                                                const Manifest* manifest);
 
 // What --snapshot names: an existing file (made absolute: the daemon runs in /), or else the
 // name of a snapshot stored in the bucket. kNotFound when it is neither.

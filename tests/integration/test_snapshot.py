@@ -169,6 +169,12 @@ class Snapshot(harness.WarmfsTestCase):
         self.assertIn(f": {KEYS} keys, copied from the mount's snapshot v1, no LIST", run.stderr)
         again = self.mount(MOTO, f"s3://{BUCKET}/{PREFIX}", args=["--snapshot", str(copy)])
         self.assertEqual((again.path / rel).stat().st_size, len(body_of(77)))
+        # The file replaced by another snapshot since the mount: not copied as if it were this one.
+        replaced = snapshot(MOTO, f"s3://{BUCKET}/other", copy)
+        self.assertEqual(replaced.rc, 0, replaced.describe())
+        run = harness.run_cli(["snapshot", str(again.path), str(TMP / "stale-copy.wfsnap")], env)
+        self.assertEqual(run.rc, 1, run.describe())
+        self.assertIn("is no longer the snapshot mounted at", run.stderr)
 
         # A snapshot of a plain mount lists its bucket (the endpoint comes from the mount).
         run = harness.run_cli(["snapshot", str(plain.path), "--name", "v2"], env, timeout=600)
