@@ -18,9 +18,7 @@
 #include "fuse/fuse_adapter.h"
 
 namespace warmfs::cli {
-namespace {
 
-// Reads an attribute warmfs serves on the mount's root; empty on failure (errno set).
 std::string read_xattr(const std::string& path, const char* name) {
   std::string buf(256 * 1024, '\0');
   ssize_t n = ::getxattr(path.c_str(), name, buf.data(), buf.size());
@@ -28,6 +26,8 @@ std::string read_xattr(const std::string& path, const char* name) {
   buf.resize(static_cast<size_t>(n));
   return buf;
 }
+
+namespace {
 
 std::string latency(uint64_t us) {
   if (us < 1000) return fmt::format("{} us", us);

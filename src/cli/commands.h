@@ -52,6 +52,8 @@ struct MountArgs {
   bool insecure_no_token = false;  // talk to servers without a token (tests, trusted networks)
   std::string cache_server_ca;     // CA bundle for https servers; empty: the system's
   std::string metrics_listen;      // HOST:PORT of /metrics (cli/metrics_setup.h); empty: none
+  std::string snapshot;            // manifest file to serve (cli/snapshot_command.h); read-only
+  bool snapshot_versions = false;  // read the snapshot's version ids, not the keys' latest
 };
 
 int run_mount(const MountArgs& args);
@@ -87,6 +89,10 @@ struct MemoryBudget {
   uint64_t ssd_queue_bytes = 0;  // 0 without an SSD tier
 };
 MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier);
+
+// Reads an attribute warmfs serves on a mount's root (user.warmfs.stats, ...); empty on
+// failure (errno set).
+std::string read_xattr(const std::string& path, const char* name);
 
 // Prints "warmfs: <message>" to stderr.
 void print_error(const std::string& message);

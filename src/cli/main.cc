@@ -6,6 +6,7 @@
 #include "cli/commands.h"
 #include "cli/mount_options.h"
 #include "cli/serve_command.h"
+#include "cli/snapshot_command.h"
 #include "common/listen_address.h"
 #include "common/sizes.h"
 
@@ -144,6 +145,28 @@ int main(int argc, char** argv) {
                     "CA bundle that signed https cache servers' certificates");
   mount->add_option("--metrics-listen", m.metrics_listen,
                     "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)");
+  mount->add_option("--snapshot", m.snapshot,
+                    "Serve the namespace of this snapshot (a FILE, or a NAME stored in the "
+                    "bucket), read-only (docs/snapshots.md)");
+  mount->add_flag("--snapshot-versions", m.snapshot_versions,
+                  "Read the snapshot's object versions (a snapshot taken with --versions)");
+
+  warmfs::cli::SnapshotArgs sn;
+  auto* snapshot = app.add_subcommand(
+      "snapshot", "Write the namespace of s3://BUCKET[/PREFIX] or of a mount to a FILE or --name");
+  snapshot->add_option("source", sn.source, "s3://BUCKET[/PREFIX], or a warmfs mountpoint")
+      ->required();
+  snapshot->add_option("file", sn.file, "The snapshot file to write");
+  snapshot->add_option("--name", sn.name,
+                       "Store the snapshot in the bucket under this name (docs/snapshots.md)");
+  snapshot->add_option("--endpoint", sn.endpoint, "S3 endpoint URL, as for mount");
+  snapshot->add_option("--region", sn.region, "Region for signing, as for mount");
+  snapshot->add_option("--profile", sn.profile, "Profile in ~/.aws/credentials and ~/.aws/config");
+  snapshot->add_flag("--no-sign-request", sn.no_sign_request, "Send requests unsigned");
+  snapshot->add_flag("--path-style", sn.path_style, "Use endpoint/bucket/key URLs");
+  snapshot->add_flag("--versions", sn.versions,
+                     "Record each object's version id (a versioned bucket)");
+  snapshot->add_option("--concurrency", sn.concurrency, "Listings in flight (default 32)");
 
   std::string unmount_point;
   auto* unmount =
@@ -234,10 +257,11 @@ int main(int argc, char** argv) {
         throw UsageError{
             "--cache-server needs --token-file (or --insecure-no-token on a trusted network)"};
       }
+      const bool read_only = m.read_only || !m.snapshot.empty();  // a snapshot is read-only
       m.file_mode =
-          !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (m.read_only ? 0444 : 0644);
+          !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (read_only ? 0444 : 0644);
       m.dir_mode =
-          !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (m.read_only ? 0555 : 0755);
+          !dir_mode.empty() ? parse_mode(dir_mode, "--dir-mode") : (read_only ? 0555 : 0755);
       check_metrics_listen(m.metrics_listen);
     }
     if (prefetch->parsed() && prefetch_paths.empty() == prefetch_order.empty()) {
@@ -279,6 +303,7 @@ int main(int argc, char** argv) {
 
   if (mount->parsed()) return warmfs::cli::run_mount(m);
   if (unmount->parsed()) return warmfs::cli::run_unmount(unmount_point);
+  if (snapshot->parsed()) return warmfs::cli::run_snapshot(sn);
   if (stats->parsed() && !stats_server.empty()) {
     return warmfs::cli::run_server_stats(stats_server, stats_token_file, stats_no_token, stats_ca,
                                          stats_json);

@@ -29,6 +29,7 @@
 #include "cli/prefetch.h"
 #include "cli/s3_setup.h"
 #include "cli/serve_command.h"
+#include "cli/snapshot_command.h"
 #include "common/buffer.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -86,6 +87,7 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
 // Everything a mounted filesystem needs, built in the process that serves it.
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
+  std::unique_ptr<SnapshotStore> snapshot;  // with --snapshot: over store, for all reads
   std::unique_ptr<MemoryCache> memory;
   std::unique_ptr<SsdCache> disk;       // with --cache-dir
   std::unique_ptr<TieredCache> tiers;   // memory over disk
@@ -178,6 +180,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   std::shared_ptr<const s3::CredentialProvider> credentials = config.credential_provider;
   log_credentials(*credentials);  // by the daemon (its log), not by the command that starts it
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
+  ObjectStore* store = d.store.get();
+  if (!a.snapshot.empty()) {
+    WARMFS_ASSIGN_OR_RETURN(d.snapshot, open_snapshot_store(a.snapshot, src.bucket, src.prefix,
+                                                            a.snapshot_versions, *d.store));
+    store = d.snapshot.get();
+  }
   const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
   MemoryCacheOptions mco;
   mco.capacity_bytes = budget.cache_bytes;
@@ -219,13 +227,13 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
                                             d.disk ? disk_promotion : remote_promotion);
     cache = d.tiers.get();
   }
-  d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
+  d.read_path = std::make_unique<ReadPath>(*store, *cache, src.bucket, ra, d.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
   mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
   mo.object_attrs = !a.no_object_attrs;
-  d.meta = std::make_unique<Metadata>(*d.store, clock, mo);
+  d.meta = std::make_unique<Metadata>(*store, clock, mo);
   FsOptions fo;
   fo.bucket = src.bucket;
   fo.prefix = src.prefix;
@@ -237,6 +245,9 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   if (d.remote)
     fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
   fo.extra_stats.push_back(credentials_stats(credentials));
+  fo.extra_stats.push_back(mount_source_stats(d.store->config().endpoint, d.store->config().region,
+                                              d.store->config().path_style, a.snapshot,
+                                              d.snapshot ? &d.snapshot->manifest() : nullptr));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
     if (!staging.is_ok())
@@ -254,8 +265,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     BlockCache* write_through = d.disk ? static_cast<BlockCache*>(d.disk.get()) : d.memory.get();
     d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
   }
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store,
-                                      clock, fo, d.uploader.get());
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *store, clock,
+                                      fo, d.uploader.get());
   return d;
 }
 
@@ -384,7 +395,18 @@ void print_error(const std::string& message) {
   std::fprintf(stderr, "warmfs: %s\n", message.c_str());
 }
 
-int run_mount(const MountArgs& a) {
+int run_mount(const MountArgs& args) {
+  MountArgs a = args;
+  if (!a.snapshot.empty()) {
+    // A snapshot mount is read-only; its file (or stored snapshot) is read by the daemon.
+    a.read_only = true;
+    auto resolved = resolve_snapshot_arg(a.snapshot);
+    if (!resolved.is_ok()) {
+      print_error("--snapshot " + resolved.status().message());
+      return kExitFailure;
+    }
+    a.snapshot = *resolved;
+  }
   log::Level level;
   log::parse_level(a.log_level, &level);
   log::set_level(level);
@@ -422,7 +444,8 @@ int run_mount(const MountArgs& a) {
   // The chain is resolved first: a source that fails is one clear line and no mount. Then one
   // LIST: the endpoint answers, the bucket exists, the credentials may read it.
   Status checked = attach_credentials(a, config);
-  if (checked.is_ok()) checked = check_bucket(config, src->prefix);
+  // A snapshot mount asks the bucket nothing until the first read (docs/snapshots.md).
+  if (checked.is_ok() && a.snapshot.empty()) checked = check_bucket(config, src->prefix);
   if (!checked.is_ok()) {
     print_error(checked.message());
     return kExitFailure;

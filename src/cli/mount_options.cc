@@ -41,6 +41,8 @@ constexpr std::array kMountFlags = {
     FlagSpec{"insecure-no-token", Kind::kSwitch},
     FlagSpec{"cache-server-ca", Kind::kValue},
     FlagSpec{"metrics-listen", Kind::kValue},
+    FlagSpec{"snapshot", Kind::kValue},
+    FlagSpec{"snapshot-versions", Kind::kSwitch},
 };
 
 // Options that concern mount(8), fstab or systemd only, or that FUSE and warmfs already

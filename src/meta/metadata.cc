@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/reserved_names.h"
 
 namespace warmfs {
 
@@ -114,6 +115,7 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
     for (auto& cp : page.common_prefixes) {
       std::string_view rest = std::string_view(cp).substr(prefix.size());
       if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+      if (dir_path.empty() && rest == kReservedDirName) continue;  // warmfs's own objects
       if (!is_valid_name(rest)) {
         ++skipped;
         log::info("skipping prefix {:?}: {:?} is not a valid directory name", cp,
@@ -226,6 +228,7 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
 Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kNotFound, "invalid name");
+  if (parent == kRootIno && name == kReservedDirName) return Status(Errc::kNotFound, "reserved");
   std::string path;
   std::string parent_path;
   DirListingPtr listing;

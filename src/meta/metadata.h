@@ -11,7 +11,8 @@
 // answers (see below) probes: a HEAD, then, if there is no such object, a one-key LIST for a
 // directory. Keys that cannot be names (empty segments, ".", "..", names over 255 bytes) are
 // skipped with a log line. Where a key is both a file and a directory prefix, listings show
-// the directory; a probe finds the file.
+// the directory; a probe finds the file. The root's reserved folder (common/reserved_names.h:
+// stored snapshots) is not shown.
 //
 // The first lookup by name in a directory with no cached listing lists it, if one page (1,000
 // entries) holds it: then that lookup and the ones after it cost one LIST in all (`ls -lR`

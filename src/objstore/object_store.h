@@ -34,6 +34,7 @@ struct ObjectInfo {
   uint64_t size = 0;
   std::string etag;       // as the server sent it, quotes stripped
   int64_t mtime_sec = 0;  // Last-Modified, seconds since the epoch
+  std::string version_id;  // list_versions() only; empty elsewhere
   // From head() only (a listing carries neither): Content-Type and user metadata.
   std::string content_type;
   UserMetadata metadata;
@@ -178,6 +179,24 @@ class ObjectStore {
 
   // One page of ListObjectsV2.
   virtual Result<ListPage> list(const ListRequest& request) = 0;
+
+  // One page of ListObjectVersions, as list() but each object is its latest version, with
+  // its version_id set; keys whose latest version is a delete marker are left out. The
+  // page's next_token is this store's own. kNotSupported by stores without versions.
+  virtual Result<ListPage> list_versions(const ListRequest& request) {
+    (void)request;
+    return Status(Errc::kNotSupported, "this store does not list object versions");
+  }
+
+  // As get_range_progress, of one version of the object (a versioned bucket keeps it after
+  // the key is overwritten or deleted). kNotFound if the version is gone.
+  virtual Result<size_t> get_range_version(std::string_view key, std::string_view version_id,
+                                           uint64_t offset, std::span<std::byte> out,
+                                           const std::function<void(size_t)>& progress,
+                                           const RangeBytesSeen& seen) {
+    (void)key, (void)version_id, (void)offset, (void)out, (void)progress, (void)seen;
+    return Status(Errc::kNotSupported, "this store does not read object versions");
+  }
 
   // PutObject of body as the whole object (replacing any). Returns the key, the body's size,
   // the new ETag and the mtime (the server's Date, or now). kPreconditionFailed when a

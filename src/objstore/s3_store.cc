@@ -344,6 +344,22 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
                                                  std::string_view if_match,
                                                  const std::function<void(size_t)>& progress,
                                                  const RangeBytesSeen& seen) {
+  return get_range_impl(key, {}, offset, out, if_match, progress, seen);
+}
+
+Result<size_t> S3ObjectStore::get_range_version(std::string_view key, std::string_view version_id,
+                                                uint64_t offset, std::span<std::byte> out,
+                                                const std::function<void(size_t)>& progress,
+                                                const RangeBytesSeen& seen) {
+  if (version_id.empty()) return Status(Errc::kInvalidArgument, "GET: empty version id");
+  return get_range_impl(key, version_id, offset, out, {}, progress, seen);
+}
+
+Result<size_t> S3ObjectStore::get_range_impl(std::string_view key, std::string_view version_id,
+                                             uint64_t offset, std::span<std::byte> out,
+                                             std::string_view if_match,
+                                             const std::function<void(size_t)>& progress,
+                                             const RangeBytesSeen& seen) {
   get_requests_.fetch_add(1, std::memory_order_relaxed);
   if (key.empty()) return Status(Errc::kInvalidArgument, "GET: empty key");
   if (out.empty()) return size_t{0};
@@ -351,10 +367,11 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
     return Status(Errc::kInvalidArgument, fmt::format("GET {}: range past 2^64", key));
   }
   const uint64_t length = out.size();
-  // Only with If-Match do the bytes of two attempts belong to one version: then an attempt
-  // cut short keeps what it brought, the next asks for the rest, and progress is reported
-  // as bytes land. Without it every attempt starts over and progress comes at the end.
-  const bool resume = !if_match.empty();
+  // Only with If-Match (or a version id) do the bytes of two attempts belong to one version:
+  // then an attempt cut short keeps what it brought, the next asks for the rest, and progress
+  // is reported as bytes land. Without it every attempt starts over and progress comes at
+  // the end.
+  const bool resume = !if_match.empty() || !version_id.empty();
   uint64_t kept = 0;    // bytes at the start of out brought by earlier attempts
   uint64_t landed = 0;  // bytes this attempt has put in its sink so far
   uint64_t reported = 0;
@@ -366,7 +383,8 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
   call.key = std::string(key);
   call.sink = out;
   call.extra_headers.emplace_back("range", range_header());
-  if (resume) call.extra_headers.emplace_back("if-match", quote_etag(if_match));
+  if (!if_match.empty()) call.extra_headers.emplace_back("if-match", quote_etag(if_match));
+  if (!version_id.empty()) call.query.emplace_back("versionId", std::string(version_id));
   call.on_sink_progress = [&](size_t n, const http::Response& head) {
     // Bytes count only from an answer that starts where this attempt asked.
     if (n == landed || !answers_range(head, offset + kept)) return;
@@ -439,26 +457,47 @@ Result<size_t> S3ObjectStore::get_range_progress(std::string_view key, uint64_t 
 }
 
 Result<ListPage> S3ObjectStore::list(const ListRequest& request) {
+  return list_impl(request, false);
+}
+
+Result<ListPage> S3ObjectStore::list_versions(const ListRequest& request) {
+  return list_impl(request, true);
+}
+
+Result<ListPage> S3ObjectStore::list_impl(const ListRequest& request, bool versions) {
   list_requests_.fetch_add(1, std::memory_order_relaxed);
   Call call;
   call.op = "LIST";
-  call.query.emplace_back("list-type", "2");
+  if (versions) {
+    call.query.emplace_back("versions", "");
+  } else {
+    call.query.emplace_back("list-type", "2");
+  }
   call.query.emplace_back("encoding-type", "url");
   if (!request.prefix.empty()) call.query.emplace_back("prefix", request.prefix);
   if (!request.delimiter.empty()) call.query.emplace_back("delimiter", request.delimiter);
-  if (!request.continuation_token.empty()) {
+  if (!request.continuation_token.empty() && !versions) {
     call.query.emplace_back("continuation-token", request.continuation_token);
+  } else if (!request.continuation_token.empty()) {
+    // list_versions' token: "KEY-MARKER\nVERSION-ID-MARKER".
+    const std::string& t = request.continuation_token;
+    const size_t nl = t.find('\n');
+    call.query.emplace_back("key-marker", t.substr(0, nl));
+    if (nl != std::string::npos && nl + 1 < t.size()) {
+      call.query.emplace_back("version-id-marker", t.substr(nl + 1));
+    }
   }
   if (request.max_keys > 0) call.query.emplace_back("max-keys", std::to_string(request.max_keys));
 
   WARMFS_ASSIGN_OR_RETURN(http::Response r, execute(call));
-  const std::string target = fmt::format("{} prefix '{}'", describe(), request.prefix);
+  const std::string target =
+      fmt::format("{}{} prefix '{}'", versions ? "versions " : "", describe(), request.prefix);
   if (r.status != 200) {
     if (r.status != 404) errors_.fetch_add(1, std::memory_order_relaxed);
     return Status(errc_for_status(r.status),
                   one_line(fmt::format("LIST {}: {}", target, describe_http_error(r))));
   }
-  auto page = s3::parse_list_objects_v2(r.body);
+  auto page = versions ? s3::parse_list_object_versions(r.body) : s3::parse_list_objects_v2(r.body);
   if (!page.is_ok()) {
     errors_.fetch_add(1, std::memory_order_relaxed);
     return Status(page.code(),

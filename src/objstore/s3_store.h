@@ -105,6 +105,12 @@ class S3ObjectStore final : public ObjectStore {
   // One page; the request's prefix, delimiter and token are sent as given, keys come back
   // decoded (the request asks for encoding-type=url so any key survives the XML).
   Result<ListPage> list(const ListRequest& request) override;
+  // next_token is "KEY-MARKER\nVERSION-ID-MARKER".
+  Result<ListPage> list_versions(const ListRequest& request) override;
+  Result<size_t> get_range_version(std::string_view key, std::string_view version_id,
+                                   uint64_t offset, std::span<std::byte> out,
+                                   const std::function<void(size_t)>& progress,
+                                   const RangeBytesSeen& seen) override;
 
   // Writes, as ObjectStore. Every one is retried on transport errors, 5xx and 429 (and, for
   // requests with a body, 400 RequestTimeout and BadDigest), re-signed each attempt.
@@ -151,6 +157,13 @@ class S3ObjectStore final : public ObjectStore {
   const S3Config& config() const { return config_; }
 
  private:
+  // One page of ListObjectsV2, or with versions of ListObjectVersions.
+  Result<ListPage> list_impl(const ListRequest& request, bool versions);
+  // A range GET, of version_id when not empty, pinned by if_match when not empty.
+  Result<size_t> get_range_impl(std::string_view key, std::string_view version_id, uint64_t offset,
+                                std::span<std::byte> out, std::string_view if_match,
+                                const std::function<void(size_t)>& progress,
+                                const RangeBytesSeen& seen);
   struct Endpoint {
     std::string scheme;  // "http" or "https"
     std::string host;    // host[:port] as sent in the Host header (bucket. prefix included)

@@ -28,6 +28,11 @@ struct S3ErrorInfo {
 // truncated without a NextContinuationToken.
 Result<ListPage> parse_list_objects_v2(std::string_view body);
 
+// A ListVersionsResult document to a ListPage of the latest versions (IsLatest), each with
+// its version_id; delete markers and older versions are left out. next_token is
+// "NextKeyMarker\nNextVersionIdMarker" when truncated.
+Result<ListPage> parse_list_object_versions(std::string_view body);
+
 // An <Error> document. kCorrupt if it is not well formed or has no Code.
 Result<S3ErrorInfo> parse_error(std::string_view body);
 

@@ -257,6 +257,50 @@ def prepare(data_dir: Path, spec: Spec, origin: Origin) -> dict:
     return manifest
 
 
+# The `find` workload's tree: many tiny objects (a dataset's namespace), apart from the Spec so
+# that adding it does not remake the other data. FULL: 100 directories of 1,000 keys (each
+# directory one LIST page); SMOKE: 4 of 25.
+TREE_FULL = (100, 1000)
+TREE_SMOKE = (4, 25)
+
+
+def tree_keys(shape: tuple[int, int]) -> list[str]:
+    dirs, per_dir = shape
+    return [f"tree/c{d:03d}/f{i:04d}.bin" for d in range(dirs) for i in range(per_dir)]
+
+
+def prepare_tree(data_dir: Path, shape: tuple[int, int], origin: Origin) -> list[str]:
+    """The tree under local/tree and in the bucket, made once (recorded in tree.json)."""
+    keys = tree_keys(shape)
+    marker = data_dir / "tree.json"
+    with contextlib.suppress(Exception):
+        if json.loads(marker.read_text()) == {"shape": list(shape), "done": True}:
+            return keys
+    local = data_dir / "local"
+    shutil.rmtree(local / "tree", ignore_errors=True)
+    for k in keys:
+        p = local / k
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(k.encode())
+    log(f"uploading the {len(keys)}-key tree to s3rver")
+    client = origin.client(direct=True)
+    with contextlib.suppress(Exception):
+        client.create_bucket(Bucket=BUCKET)
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda k: client.put_object(Bucket=BUCKET, Key=k, Body=k.encode()), keys))
+    # s3rver answers PUT before the bytes are on disk: wait until every key lists.
+    deadline = time.monotonic() + 300
+    while len(_list_sizes(client, "tree/")) < len(keys):
+        if time.monotonic() > deadline:
+            raise RuntimeError("s3rver never listed every key of the tree")
+        time.sleep(1)
+    # s3rver drops a folder that holds only folders from its parent's listing: a marker keeps
+    # tree/ visible (as small/ in prepare()).
+    client.put_object(Bucket=BUCKET, Key="tree/", Body=b"")
+    marker.write_text(json.dumps({"shape": list(shape), "done": True}))
+    return keys
+
+
 def _list_sizes(client, prefix: str = "") -> dict[str, int]:
     out = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix):

@@ -28,7 +28,8 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("ls", "cold"), ("ls", "warm"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
         ("records", "cold"), ("records-order", "cold"),
-        ("ckpt", "cold")]
+        ("ckpt", "cold"),
+        ("find", "cold"), ("find", "snapshot")]
 WORKLOAD_TITLES = {
     "seq": "sequential read, one object, 1 MiB reads (MB/s)",
     "par4": "four objects read in parallel (MB/s, total)",
@@ -41,9 +42,11 @@ WORKLOAD_TITLES = {
     "records": "100 KiB records in the tar shards, one shuffled epoch, map-style, 8 threads (records/s)",
     "records-order": "the same records, the order (as ranges) published first (records/s)",
     "ckpt": "checkpoint written, fsync (s to fsync return)",
+    "find": "mount + `find | wc -l` of a tree of 100,000 tiny objects (s; warmfs requests)",
 }
-PHASE_TITLES = {"cold": "cold", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped"}
-LOWER_IS_BETTER = {"ls", "ckpt"}
+PHASE_TITLES = {"cold": "cold", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
+                "snapshot": "from a snapshot (docs/snapshots.md)"}
+LOWER_IS_BETTER = {"ls", "ckpt", "find"}
 
 
 def known_failure(rec: dict) -> bool:
@@ -99,7 +102,7 @@ def cell(rec: dict | None) -> str:
     w, v = rec["workload"], rec["value"]
     if w == "rand":
         return f"{fmt_num(v)} ({fmt_num(rec['p50_us'])}/{fmt_num(rec['p99_us'])} µs)"
-    if w == "ls":
+    if w in ("ls", "find"):
         s = f"{v:.2f}"
         req = rec.get("warmfs_requests")
         if req:
@@ -129,10 +132,12 @@ def value(table, w, p, s):
 
 def reference(table, w, p):
     """(system, value) a row's ratios are taken against: cold -> origin, warm -> local warm,
-    warm-dropped -> the FUSE ceiling where it applies, else local warm."""
-    order = {"cold": ["origin", "local"], "warm": ["local"], "warm-dropped": ["ceiling", "local"]}[p]
+    warm-dropped -> the FUSE ceiling where it applies, else local warm; snapshot -> local cold."""
+    order = {"cold": ["origin", "local"], "warm": ["local"], "warm-dropped": ["ceiling", "local"],
+             "snapshot": ["local"]}[p]
     for s in order:
-        ph = "warm" if (s == "local" and p != "cold") else ("cold" if s == "origin" else p)
+        ph = "warm" if (s == "local" and p not in ("cold", "snapshot")) else \
+            ("cold" if s == "origin" or p == "snapshot" else p)
         v = value(table, w, ph, s)
         if v:
             return s, v
@@ -388,6 +393,12 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   proxy. Until warmfs writes land, warmfs mounts read-only and this row shows `error (EROFS)`;
   re-run it with `tools/bench/run --only ckpt --systems warmfs` (plus `--warmfs-arg=...` if a flag
   turns writes on).
+- find: a fresh mount (empty caches, page cache dropped) and `find tree | wc -l` over a tree of
+  100,000 objects of a few bytes (100 folders of 1,000, `tree/`), timed together: the mount is
+  part of what a job pays. warmfs's row "from a snapshot" mounts with `--snapshot` of a snapshot
+  taken just before (`warmfs snapshot s3://bench`, its time is `snapshot_s` in the JSON line,
+  not in the figure); the local limit is `find` on the local copy after dropping the page cache.
+  L/H/G are warmfs's requests during the mount and the walk (docs/snapshots.md).
 - RSS: the memory each daemon holds, sampled every 100 ms during each measurement (the max is kept): VmRSS, with the shared-memory pages it maps (RssShmem) replaced by the whole of its memory files (memfd), mapped or not.
 - FUSE ceiling: `build/tools/fuse-ceiling/fuse-ceiling` serves files from its own memory with
   warmfs's mount options (max_read 1 MiB, read_ahead_kb 4096, max_background 64, clone_fd,

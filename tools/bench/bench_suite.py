@@ -42,7 +42,7 @@ from bench_systems import MOUNTED, Ceiling  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "bench_worker.py"
 WORKLOADS = ["seq", "par4", "rand", "small", "shuffle", "shuffle-order", "ls", "tar", "records",
-             "records-order", "ckpt"]
+             "records-order", "ckpt", "find"]
 SYSTEMS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
 
 # Which phases each workload has, per kind of system. The ceiling applies to the reads of
@@ -62,12 +62,14 @@ PHASES = {
     "ls": ["cold", "warm"],
     "tar": ["cold", "warm", "warm-dropped"],
     "ckpt": ["cold"],
+    # Mount and `find | wc -l` of the tree: a fresh mount, and (warmfs) a mount from a snapshot.
+    "find": ["cold", "snapshot"],
 }
 CEILING_WORKLOADS = {"seq", "par4", "rand"}
 # Timeouts in seconds per measurement (full size; --smoke scales them down).
 TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "shuffle": 300,
            "shuffle-order": 300, "ls": 240, "tar": 300, "records": 300, "records-order": 300,
-           "ckpt": 300}
+           "ckpt": 300, "find": 900}
 # The shuffled epoch: one fixed permutation of the small files, the same for every system.
 SHUFFLE_SEED = 19
 
@@ -608,7 +610,87 @@ class Bench:
                                "error": f"after a timeout in {phase}"})
                 return
 
+    def find_tree(self, root, timeout) -> dict:
+        """`find ROOT/tree | wc -l`: every entry of the tree, its directories and the root too."""
+        t = time.monotonic()
+        out = run_cmd(["find", str(Path(root) / "tree")], timeout).stdout
+        secs = time.monotonic() - t
+        entries = out.count("\n")
+        want = len(self.tree) + self.tree_shape[0] + 1
+        if entries != want:
+            raise RuntimeError(f"find showed {entries} entries, expected {want}")
+        return {"find_s": round(secs, 3), "entries": entries}
+
+    def run_find(self, systems) -> None:
+        """Mount + `find | wc -l` of the tree, timed together (the mount is part of the cost a job
+        pays), on a fresh mount with empty caches; warmfs also from a snapshot taken before (its
+        time recorded apart, as `snapshot_s`). The local copy has no mount: `find` alone."""
+        timeout = self.timeout("find")
+        for system in systems:
+            if system in ("origin", "ceiling"):
+                continue
+            log(f"--- find on {system}")
+            if system == "local":
+                self.drop("find")
+                self.measure("find", "cold", "local", lambda: self.timed(
+                    lambda: self.find_tree(self.local, timeout)))
+                continue
+            m = self.mounts[system]
+            phases = ["cold", "snapshot"] if system == "warmfs" else ["cold"]
+            for phase in phases:
+                extra = []
+                snap = {}
+                if phase == "snapshot":
+                    try:
+                        extra, snap = self.take_snapshot(m, timeout)
+                    except Exception as e:
+                        self.emit({"type": "measurement", "workload": "find", "phase": phase,
+                                   "system": system, "status": "error", "error": str(e)[:300]})
+                        continue
+                self.drop("find")
+
+                def fn(m=m, extra=extra, snap=snap):
+                    def mount_and_find():
+                        m.extra_args += extra
+                        try:
+                            m.mount()
+                        finally:
+                            del m.extra_args[len(m.extra_args) - len(extra):]
+                        r = self.find_tree(m.root, timeout)
+                        if m.has_stats:
+                            st = m.stats()
+                            r["warmfs_requests"] = st["bucket_requests"]
+                            # The daemon's memory once it has shown the whole tree.
+                            r["warmfs_rss_mib"] = round(st["process"]["rss_bytes"] / MiB, 1)
+                        return {**r, **snap}
+                    return self.timed(mount_and_find)
+                try:
+                    self.measure("find", phase, system, fn)
+                finally:
+                    m.unmount()
+
+    def timed(self, fn) -> dict:
+        """fn() with its wall time as the measurement's value (seconds)."""
+        t = time.monotonic()
+        r = fn()
+        return {"value": round(time.monotonic() - t, 3), "unit": "s", **r}
+
+    def take_snapshot(self, m, timeout) -> tuple[list[str], dict]:
+        """`warmfs snapshot` of the bucket the warmfs mount serves; the mount's extra arguments
+        and the snapshot's figures."""
+        path = self.work / "bench.wfsnap"
+        run = harness.run_cli(["snapshot", "s3://bench", str(path), "--endpoint",
+                               self.origin.endpoint, "--path-style", "--region", "us-east-1"],
+                              m.env(), timeout=timeout)
+        if run.rc != 0:
+            raise RuntimeError(f"warmfs snapshot failed: {run.stderr.strip()[-300:]}")
+        return ["--snapshot", str(path)], {"snapshot_s": round(run.seconds, 3),
+                                           "snapshot_bytes": path.stat().st_size}
+
     def run_workload(self, workload, systems) -> None:
+        if workload == "find":
+            self.run_find(systems)
+            return
         phases = PHASES[workload]
         for system in systems:
             log(f"--- {workload} on {system}")
@@ -725,6 +807,9 @@ class Bench:
         try:
             self.origin.start()
             self.manifest = bench_origin.prepare(self.data, self.spec, self.origin)
+            self.tree_shape = bench_origin.TREE_SMOKE if self.args.smoke else bench_origin.TREE_FULL
+            self.tree = (bench_origin.prepare_tree(self.data, self.tree_shape, self.origin)
+                         if "find" in workloads else [])
             bench_origin.clear_prefix(self.origin.client(direct=True), "ckpt/")
             self.warm_up_origin()
             self.emit(self.meta(systems))

@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libfuse3-dev fuse3
   libcurl4-openssl-dev libssl-dev
   librocksdb-dev liburing-dev
+  libzstd-dev  # snapshot files (docs/snapshots.md); RocksDB depends on it already
   libfmt-dev catch2 libpugixml-dev nlohmann-json3-dev libcli11-dev
   libmicrohttpd-dev  # the HTTP/1.1 server of `warmfs serve` (keep-alive, thread per connection, TLS)
   rsync  # the write tests copy trees into the mount with it

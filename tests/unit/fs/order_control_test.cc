@@ -52,6 +52,7 @@ struct Fixture {
     MetaOptions mo;
     mo.prefix = prefix;
     mo.ttl = 3600s;
+    mo.object_attrs = false;  // a read-only mount's default: listings alone, no HEAD per object
     meta = std::make_unique<Metadata>(store, clock, mo);
     FsOptions fo;
     fo.bucket = "b";

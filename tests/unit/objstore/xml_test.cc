@@ -197,3 +197,38 @@ TEST_CASE("S3 time formats", "[objstore]") {
   CHECK(format_amz_date(std::chrono::system_clock::time_point(std::chrono::seconds(1440938160))) ==
         "20150830T123600Z");
 }
+
+TEST_CASE("ListObjectVersions keeps the latest version of each key", "[objstore][xml]") {
+  constexpr std::string_view kVersions = R"(<?xml version="1.0" encoding="UTF-8"?>
+<ListVersionsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+  <Name>b</Name><Prefix>p/</Prefix><KeyMarker></KeyMarker><MaxKeys>3</MaxKeys>
+  <EncodingType>url</EncodingType>
+  <IsTruncated>true</IsTruncated>
+  <NextKeyMarker>p/c%20d</NextKeyMarker><NextVersionIdMarker>v9</NextVersionIdMarker>
+  <Version><Key>p/a</Key><VersionId>v2</VersionId><IsLatest>true</IsLatest>
+    <LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>"0123456789abcdef0123456789abcdef"</ETag><Size>5</Size></Version>
+  <Version><Key>p/a</Key><VersionId>v1</VersionId><IsLatest>false</IsLatest>
+    <LastModified>2026-01-01T03:04:05.000Z</LastModified><ETag>"aa"</ETag><Size>4</Size></Version>
+  <DeleteMarker><Key>p/b</Key><VersionId>v3</VersionId><IsLatest>true</IsLatest>
+    <LastModified>2026-01-02T03:04:05.000Z</LastModified></DeleteMarker>
+  <Version><Key>p/b</Key><VersionId>v0</VersionId><IsLatest>false</IsLatest>
+    <LastModified>2026-01-01T03:04:05.000Z</LastModified><ETag>"bb"</ETag><Size>2</Size></Version>
+  <Version><Key>p/c%20d</Key><VersionId>v9</VersionId><IsLatest>true</IsLatest>
+    <LastModified>2026-01-02T03:04:05.000Z</LastModified><ETag>"cc"</ETag><Size>7</Size></Version>
+  <CommonPrefixes><Prefix>p/sub/</Prefix></CommonPrefixes>
+</ListVersionsResult>)";
+  auto page = warmfs::s3::parse_list_object_versions(kVersions);
+  REQUIRE(page.is_ok());
+  REQUIRE(page->objects.size() == 2);
+  CHECK(page->objects[0].key == "p/a");
+  CHECK(page->objects[0].version_id == "v2");
+  CHECK(page->objects[0].etag == "0123456789abcdef0123456789abcdef");
+  CHECK(page->objects[0].size == 5);
+  CHECK(page->objects[1].key == "p/c d");
+  CHECK(page->objects[1].version_id == "v9");
+  CHECK(page->common_prefixes == std::vector<std::string>{"p/sub/"});
+  CHECK(page->truncated);
+  CHECK(page->next_token == "p/c d\nv9");
+  CHECK(warmfs::s3::parse_list_object_versions("<ListBucketResult/>").code() ==
+        warmfs::Errc::kCorrupt);
+}

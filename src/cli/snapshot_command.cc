@@ -1,0 +1,240 @@
+#include "cli/snapshot_command.h"
+
+#include <fmt/format.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/s3_setup.h"
+#include "common/clock.h"
+#include "objstore/s3_store.h"
+#include "snapshot/manifest.h"
+#include "snapshot/snapshot_lister.h"
+#include "snapshot/stored_snapshot.h"
+
+namespace warmfs::cli {
+namespace {
+
+constexpr char kStatsXattr[] = "user.warmfs.stats";
+
+struct S3Source {
+  std::string bucket;
+  std::string prefix;  // "" or "a/b/"
+};
+
+Result<S3Source> parse_s3_source(const std::string& text) {
+  constexpr std::string_view kScheme = "s3://";
+  if (text.rfind(kScheme, 0) != 0) {
+    return Status(Errc::kInvalidArgument, "'" + text + "' is not of the form s3://BUCKET[/PREFIX]");
+  }
+  std::string rest = text.substr(kScheme.size());
+  S3Source s;
+  const size_t slash = rest.find('/');
+  s.bucket = rest.substr(0, slash);
+  if (s.bucket.empty()) return Status(Errc::kInvalidArgument, "'" + text + "' names no bucket");
+  if (slash != std::string::npos) {
+    std::string p = rest.substr(slash + 1);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    while (!p.empty() && p.front() == '/') p.erase(0, 1);
+    if (!p.empty()) s.prefix = p + "/";
+  }
+  return s;
+}
+
+// Where a snapshot comes from and goes to.
+struct Plan {
+  S3Source src;
+  S3Flags flags;
+  std::string mounted_snapshot;  // from a mount of a snapshot: its file or name
+  int64_t mounted_keys = -1;     // and what the mount says it holds (-1: not said)
+  int64_t mounted_created = -1;
+};
+
+// The source of `warmfs snapshot MNT ...`: the mount's stats say its bucket, prefix, endpoint
+// and snapshot. Flags given on the command line win over the mount's.
+Result<Plan> plan_from_mount(const SnapshotArgs& a) {
+  const std::string text = read_xattr(a.source, kStatsXattr);
+  if (text.empty()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("'{}' is neither s3://BUCKET[/PREFIX] nor a warmfs mount ({})",
+                              a.source, std::strerror(errno)));
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("bucket") || !j["bucket"].is_string()) {
+    return Status(Errc::kCorrupt, a.source + ": the mount's stats do not name its bucket");
+  }
+  Plan p;
+  WARMFS_ASSIGN_OR_RETURN(p.src, parse_s3_source(j["bucket"].get<std::string>()));
+  p.flags = S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
+  if (j.contains("source") && j["source"].is_object()) {
+    const auto& s = j["source"];
+    if (p.flags.endpoint.empty()) p.flags.endpoint = s.value("endpoint", "");
+    if (p.flags.region.empty()) p.flags.region = s.value("region", "");
+    p.flags.path_style = p.flags.path_style || s.value("path_style", false);
+    p.mounted_snapshot = s.value("snapshot", "");
+    p.mounted_keys = s.value("snapshot_keys", int64_t{-1});
+    p.mounted_created = s.value("snapshot_created", int64_t{-1});
+  }
+  return p;
+}
+
+Result<std::unique_ptr<S3ObjectStore>> open_store(const Plan& p) {
+  S3Config config = s3_config(p.flags, p.src.bucket);
+  WARMFS_ASSIGN_OR_RETURN(config.credential_provider, resolve_credentials(p.flags, config));
+  config.anonymous = config.credential_provider->anonymous();
+  return S3ObjectStore::create(std::move(config), SystemClock::instance());
+}
+
+}  // namespace
+
+int run_snapshot(const SnapshotArgs& a) {
+  if (a.file.empty() == a.name.empty()) {
+    print_error("give the snapshot a FILE or a --name (one of them)");
+    return kExitUsage;
+  }
+  if (!a.name.empty() && !is_snapshot_name(a.name)) {
+    print_error("--name '" + a.name + "': a name is 1 to 128 of A-Z a-z 0-9 . _ -");
+    return kExitUsage;
+  }
+  if (a.concurrency == 0 || a.concurrency > 1024) {
+    print_error("--concurrency must be 1 to 1024");
+    return kExitUsage;
+  }
+  Plan plan;
+  if (a.source.rfind("s3://", 0) == 0) {
+    auto src = parse_s3_source(a.source);
+    if (!src.is_ok()) {
+      print_error(src.status().message());
+      return kExitUsage;
+    }
+    plan.src = *src;
+    plan.flags = S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
+  } else {
+    auto p = plan_from_mount(a);
+    if (!p.is_ok()) {
+      print_error(p.status().message());
+      return p.code() == Errc::kInvalidArgument ? kExitUsage : kExitFailure;
+    }
+    plan = std::move(*p);
+  }
+  const std::string what = fmt::format("s3://{}/{}", plan.src.bucket, plan.src.prefix);
+
+  std::unique_ptr<S3ObjectStore> store;  // made when the bucket is needed
+  auto need_store = [&]() -> Status {
+    if (store) return Status::ok();
+    WARMFS_ASSIGN_OR_RETURN(store, open_store(plan));
+    return Status::ok();
+  };
+
+  const auto started = std::chrono::steady_clock::now();
+  Result<Manifest> manifest = Status(Errc::kInternal, "no manifest");
+  std::string how;
+  if (!plan.mounted_snapshot.empty()) {
+    // A mount of a snapshot: its manifest is the snapshot, with no listing.
+    if (plan.mounted_snapshot.front() == '/') {
+      manifest = read_manifest_file(plan.mounted_snapshot);
+    } else if (Status st = need_store(); !st.is_ok()) {
+      manifest = st;
+    } else {
+      manifest = load_stored_snapshot(*store, plan.src.prefix, plan.mounted_snapshot);
+    }
+    how = "copied from the mount's snapshot " + plan.mounted_snapshot + ", no LIST";
+    // The file or name may hold another snapshot by now than the one mounted.
+    if (manifest.is_ok() && plan.mounted_keys >= 0 &&
+        (static_cast<int64_t>(manifest->size()) != plan.mounted_keys ||
+         manifest->created_sec() != plan.mounted_created)) {
+      manifest =
+          Status(Errc::kPreconditionFailed,
+                 fmt::format("{} is no longer the snapshot mounted at {} (remount it, or "
+                             "snapshot s3://{}/{} instead)",
+                             plan.mounted_snapshot, a.source, plan.src.bucket, plan.src.prefix));
+    }
+  } else if (Status st = need_store(); !st.is_ok()) {
+    manifest = st;
+  } else {
+    SnapshotListOptions lo;
+    lo.concurrency = a.concurrency;
+    lo.versions = a.versions;
+    SnapshotListStats stats;
+    const int64_t now = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
+    manifest = take_snapshot(*store, plan.src.bucket, plan.src.prefix, now, lo, &stats);
+    how = fmt::format("{} LIST requests", stats.list_requests.load());
+  }
+  if (!manifest.is_ok()) {
+    print_error(fmt::format("cannot snapshot {}: {}", what, manifest.status().message()));
+    return kExitFailure;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  Status written = Status::ok();
+  std::string where = a.file;
+  if (!a.file.empty()) {
+    written = write_manifest_file(*manifest, a.file);
+  } else {
+    written = need_store();
+    if (written.is_ok()) written = store_snapshot(*store, *manifest, a.name);
+    where = fmt::format("s3://{}/{} (--snapshot {})", plan.src.bucket,
+                        stored_snapshot_key(plan.src.prefix, a.name), a.name);
+  }
+  if (!written.is_ok()) {
+    print_error("cannot write the snapshot: " + written.message());
+    return kExitFailure;
+  }
+  std::fprintf(stderr, "warmfs: snapshot of %s: %zu keys, %s, %.2f s; written to %s\n",
+               what.c_str(), manifest->size(), how.c_str(), secs, where.c_str());
+  return kExitOk;
+}
+
+Result<std::string> resolve_snapshot_arg(const std::string& value) {
+  char abs[PATH_MAX];
+  if (::realpath(value.c_str(), abs) != nullptr) return std::string(abs);
+  const int err = errno;
+  if (value.find('/') == std::string::npos && is_snapshot_name(value)) return value;
+  return Status(Errc::kNotFound, fmt::format("{}: {}", value, std::strerror(err)));
+}
+
+Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& file,
+                                                           const std::string& bucket,
+                                                           const std::string& prefix, bool versions,
+                                                           ObjectStore& bucket_store) {
+  auto manifest = !file.empty() && file.front() == '/'
+                      ? read_manifest_file(file)
+                      : load_stored_snapshot(bucket_store, prefix, file);
+  if (!manifest.is_ok()) {
+    return Status(manifest.code(), "--snapshot " + manifest.status().message());
+  }
+  if (manifest->bucket() != bucket || manifest->prefix() != prefix) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("--snapshot {} is of s3://{}/{}, not of s3://{}/{}", file,
+                              manifest->bucket(), manifest->prefix(), bucket, prefix));
+  }
+  if (versions && !manifest->has_versions()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("--snapshot-versions: {} was taken without version ids (take it "
+                              "with warmfs snapshot --versions)",
+                              file));
+  }
+  auto shared = std::make_shared<const Manifest>(std::move(*manifest));
+  return std::make_unique<SnapshotStore>(bucket_store, std::move(shared), versions);
+}
+
+std::function<std::string()> mount_source_stats(std::string endpoint, std::string region,
+                                                bool path_style, std::string snapshot,
+                                                const Manifest* manifest) {
+  nlohmann::json s = {{"endpoint", endpoint}, {"region", region}, {"path_style", path_style}};
+  if (!snapshot.empty()) s["snapshot"] = snapshot;
+  if (manifest != nullptr) {
+    s["snapshot_keys"] = manifest->size();
+    s["snapshot_created"] = manifest->created_sec();
+  }
+  std::string text = nlohmann::json{{"source", s}}.dump();
+  return [text] { return text; };
+}
+
+}  // namespace warmfs::cli

@@ -1,0 +1,135 @@
+// Figures for docs/snapshots.md, not in the default run:
+//   WARMFS_SNAPSHOT_BENCH_KEYS=1000000 build/tests/warmfs_unit_tests "[.snapshot-bench]"
+// A bucket of N keys in an ImageNet-like tree (1,000 directories) in the in-memory store:
+// the time to list it into a manifest, to write and to load the file, the manifest's memory
+// per entry, and the rate at which a mount from it lists directories (Metadata::list).
+#include <fmt/format.h>
+#include <sys/resource.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "meta/metadata.h"
+#include "snapshot/manifest.h"
+#include "snapshot/snapshot_lister.h"
+#include "snapshot/snapshot_store.h"
+#include "support/fake_clock.h"
+#include "support/memory_object_store.h"
+#include "support/temp_dir.h"
+
+using namespace warmfs;
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+TEST_CASE("snapshot benchmark", "[.snapshot-bench]") {
+  const char* env = std::getenv("WARMFS_SNAPSHOT_BENCH_KEYS");
+  const size_t n = env ? std::strtoull(env, nullptr, 10) : 1'000'000;
+  const size_t dirs = 1000;
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    const size_t d = i % dirs;
+    // Distinct bodies: distinct ETags, which do not compress (as in a real bucket).
+    bucket.put_object(fmt::format("train/n{:08}/n{:08}_{:07}.JPEG", d, d, i), std::to_string(i));
+  }
+  std::fprintf(stderr, "keys %zu: filled the in-memory bucket in %.1f s\n", n, since(t0));
+
+  SnapshotListOptions lo;
+  lo.concurrency = 32;
+  t0 = std::chrono::steady_clock::now();
+  auto m = take_snapshot(bucket, "b", "", 1, lo);
+  REQUIRE(m.is_ok());
+  REQUIRE(m->size() == n);
+  const double list_s = since(t0);
+
+  testing::TempDir dir;
+  const std::string path = dir.path + "/bench.wfsnap";
+  t0 = std::chrono::steady_clock::now();
+  REQUIRE(write_manifest_file(*m, path).is_ok());
+  const double write_s = since(t0);
+  const auto file_bytes = std::filesystem::file_size(path);
+  m = Manifest();  // free it before the load is measured
+
+  t0 = std::chrono::steady_clock::now();
+  auto loaded = read_manifest_file(path);
+  INFO(loaded.status().message());
+  REQUIRE(loaded.is_ok());
+  const double load_s = since(t0);
+  REQUIRE(loaded->size() == n);
+  size_t key_bytes = 0;
+  for (size_t i = 0; i < n; ++i) key_bytes += loaded->key(i).size();
+  const double per_entry = static_cast<double>(loaded->memory_bytes()) / n;
+  const double over_name = static_cast<double>(loaded->memory_bytes() - key_bytes) / n;
+
+  auto shared = std::make_shared<const Manifest>(std::move(*loaded));
+  SnapshotStore store(bucket, shared);
+  MetaOptions mo;
+  Metadata meta(store, clock, mo);
+  t0 = std::chrono::steady_clock::now();
+  auto train = meta.lookup(kRootIno, "train");
+  REQUIRE(train.is_ok());
+  auto top = meta.list(train->ino);
+  REQUIRE(top.is_ok());
+  size_t entries = 0;
+  for (const DirEntry& e : (*top)->entries) {
+    auto d = meta.lookup(train->ino, e.name);
+    REQUIRE(d.is_ok());
+    auto l = meta.list(d->ino);
+    REQUIRE(l.is_ok());
+    entries += (*l)->entries.size();
+  }
+  const double readdir_s = since(t0);
+  CHECK(entries == n);
+
+  std::fprintf(stderr,
+               "keys %zu: list into a manifest %.2f s (%.0f keys/s), write %.2f s (%.1f MiB, "
+               "%.1f bytes/key), load %.2f s (%.0f keys/s), memory %.1f bytes/entry (%.1f over "
+               "the key), readdir of all %zu directories %.2f s (%.0f entries/s)\n",
+               n, list_s, n / list_s, write_s, file_bytes / 1048576.0,
+               static_cast<double>(file_bytes) / n, load_s, n / load_s, per_entry, over_name, dirs,
+               readdir_s, entries / readdir_s);
+}
+
+TEST_CASE("snapshot benchmark: one huge directory", "[.snapshot-bench]") {
+  const char* env = std::getenv("WARMFS_SNAPSHOT_BENCH_KEYS");
+  const size_t n = env ? std::strtoull(env, nullptr, 10) : 1'000'000;
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};  // empty: the listing comes from the manifest alone
+  ManifestBuilder b("b", "", false, 1);
+  for (size_t i = 0; i < n; ++i) {
+    REQUIRE(b.add(fmt::format("flat/{:09}.bin", i), i, 1, fmt::format("{:032x}", i)).is_ok());
+  }
+  SnapshotStore store(bucket, std::make_shared<const Manifest>(std::move(b).finish()));
+  Metadata meta(store, clock, MetaOptions{});
+  auto t0 = std::chrono::steady_clock::now();
+  auto dir = meta.lookup(kRootIno, "flat");
+  REQUIRE(dir.is_ok());
+  auto l = meta.list(dir->ino);
+  REQUIRE(l.is_ok());
+  const double list_s = since(t0);
+  CHECK((*l)->entries.size() == n);
+  t0 = std::chrono::steady_clock::now();
+  // 100,000 lookups spread over the directory (the first ones also pay for malloc's
+  // consolidation of what building the listing freed).
+  const size_t lookups = std::min<size_t>(n, 100'000);
+  for (size_t i = 0; i < lookups; ++i) {
+    REQUIRE(meta.lookup(dir->ino, fmt::format("{:09}.bin", i * (n / lookups))).is_ok());
+  }
+  const double lookup_s = since(t0);
+  CHECK(bucket.counters().list_requests == 0);
+  CHECK(meta.counters().listing_cache_hits >= lookups);  // each from the cached listing
+  std::fprintf(stderr,
+               "one directory of %zu entries: listed through Metadata in %.2f s (%.0f entries/s); "
+               "%zu lookups in it %.3f s (%.1f us each)\n",
+               n, list_s, n / list_s, lookups, lookup_s, lookup_s * 1e6 / lookups);
+}
