@@ -32,12 +32,12 @@ using UserMetadata = std::map<std::string, std::string>;
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
-  std::string etag;       // as the server sent it, quotes stripped
-  int64_t mtime_sec = 0;  // Last-Modified, seconds since the epoch
-  std::string version_id;  // list_versions() only; empty elsewhere
+  std::string etag;        // as the server sent it, quotes stripped
+  int64_t mtime_sec = 0;   // Last-Modified, seconds since the epoch
   // From head() only (a listing carries neither): Content-Type and user metadata.
   std::string content_type;
   UserMetadata metadata;
+  std::string version_id;  // list_versions() only; empty elsewhere
 };
 
 // What an object carries besides its bytes, as a write sets it.

@@ -159,7 +159,9 @@ Result<ObjectInfo> SnapshotStore::put(std::string_view key, std::span<const std:
                                       const PutOptions&) {
   return read_only(key);
 }
-Result<std::string> SnapshotStore::create_multipart(std::string_view key) { return read_only(key); }
+Result<std::string> SnapshotStore::create_multipart(std::string_view key, const ObjectHeaders&) {
+  return read_only(key);
+}
 Result<CompletedPart> SnapshotStore::upload_part(std::string_view key, std::string_view, int,
                                                  std::span<const std::byte>) {
   return read_only(key);
@@ -182,6 +184,10 @@ Result<std::vector<MultipartUpload>> SnapshotStore::list_multipart_uploads(std::
 Result<ObjectInfo> SnapshotStore::copy(std::string_view, std::string_view dst_key,
                                        std::string_view) {
   return read_only(dst_key);
+}
+Result<ObjectInfo> SnapshotStore::replace_metadata(std::string_view key, const ObjectInfo&,
+                                                   const ObjectHeaders&) {
+  return read_only(key);
 }
 Status SnapshotStore::remove(std::string_view key) { return read_only(key); }
 Result<std::vector<DeleteError>> SnapshotStore::remove_many(std::span<const std::string>) {

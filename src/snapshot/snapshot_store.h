@@ -45,7 +45,8 @@ class SnapshotStore : public ObjectStore {
 
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
                          const PutOptions& options) override;
-  Result<std::string> create_multipart(std::string_view key) override;
+  Result<std::string> create_multipart(std::string_view key,
+                                       const ObjectHeaders& headers = {}) override;
   Result<CompletedPart> upload_part(std::string_view key, std::string_view upload_id,
                                     int part_number, std::span<const std::byte> body) override;
   Result<CompletedPart> upload_part_copy(std::string_view key, std::string_view upload_id,
@@ -57,6 +58,8 @@ class SnapshotStore : public ObjectStore {
   Result<std::vector<MultipartUpload>> list_multipart_uploads(std::string_view prefix) override;
   Result<ObjectInfo> copy(std::string_view src_key, std::string_view dst_key,
                           std::string_view if_match_etag) override;
+  Result<ObjectInfo> replace_metadata(std::string_view key, const ObjectInfo& current,
+                                      const ObjectHeaders& headers) override;
   Status remove(std::string_view key) override;
   Result<std::vector<DeleteError>> remove_many(std::span<const std::string> keys) override;
 
