@@ -122,6 +122,9 @@ class Metadata {
   Result<NodeAttr> add_dir(uint64_t parent, std::string_view name);
   // The bucket now holds this version of the file (after an upload).
   void file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec);
+  // A file created here whose first upload was given up leaves the namespace (the bucket
+  // never had it); its node stays for the kernel's references. No-op for other files.
+  void local_abandoned(uint64_t ino);
   // mtime set by utimens: kept while the node is known and its ETag unchanged.
   void set_mtime(uint64_t ino, int64_t mtime_sec);
   // The entry is gone from the bucket (unlink, rmdir).
