@@ -375,7 +375,20 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
   if (obj) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(src.ino, obj)));
   WARMFS_ASSIGN_OR_RETURN(NodeAttr current, meta_.getattr(src.ino));
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.copy(from, to, current.etag));
-  WARMFS_RETURN_IF_ERROR(store_.remove(from));
+  Status removed = store_.remove(from);
+  if (!removed.is_ok()) {
+    // Copied, not deleted: both names hold the bytes (docs/posix.md). A file replaced at the
+    // new name shows the copy, as the bucket has it, not its old version.
+    if (dst.is_ok()) {
+      if (auto replaced = find_staged(dst->ino)) replaced->discard();
+      meta_.file_changed(dst->ino, info.size, info.etag, info.mtime_sec);
+    } else if (Status undone = store_.remove(to); !undone.is_ok()) {
+      // Nothing was at the new name: the copy is taken back, so that the failed rename
+      // changes nothing; if that fails too, the copy shows once the listing is refreshed.
+      log::warn("rename of {:?} failed, and its copy {:?} stays: {}", from, to, undone.to_string());
+    }
+    return removed;
+  }
   if (dst.is_ok()) {
     if (auto replaced = find_staged(dst->ino)) replaced->discard();
   }
