@@ -78,8 +78,7 @@ struct Leftover {
 };
 
 struct Stats {
-  uint64_t steps = 0, failed_ops = 0, faulted_steps = 0, injected = 0, bucket_checks = 0,
-           syncs = 0;
+  uint64_t steps = 0, failed_ops = 0, faulted_steps = 0, injected = 0, bucket_checks = 0, syncs = 0;
   std::map<std::string, uint64_t> by_kind;
 };
 
@@ -87,8 +86,11 @@ class Harness {
  public:
   // fault_percent: steps with faults armed; max_faults: faults armed in such a step.
   explicit Harness(uint64_t seed, int fault_percent = 15, int max_faults = 2)
-      : seed_(seed), gen_(seed, model::Limits{}), fault_rng_(seed * 7919 + 1),
-        fault_percent_(fault_percent), max_faults_(max_faults) {
+      : seed_(seed),
+        gen_(seed, model::Limits{}),
+        fault_rng_(seed * 7919 + 1),
+        fault_percent_(fault_percent),
+        max_faults_(max_faults) {
     bucket_.set_min_part_size(kPart);
     staging_ = StagingArea::open(tmp_.path, store_).value();
     UploaderOptions uo;
@@ -416,8 +418,8 @@ class Harness {
         if (int e = resolve_parent(op.path, &p)) return e;
         if (auto a = fs_->lookup(p, base(op.path)); !a.is_ok()) return to_errno(a.status());
         if (int e = resolve_parent(op.path2, &q)) return e;
-        return to_errno(fs_->rename(p, base(op.path), q, base(op.path2),
-                                    op.noreplace ? RENAME_NOREPLACE : 0));
+        return to_errno(
+            fs_->rename(p, base(op.path), q, base(op.path2), op.noreplace ? RENAME_NOREPLACE : 0));
       }
       case Kind::kReopen:
       case Kind::kSync:
@@ -509,9 +511,9 @@ class Harness {
         if (*b != *n->content) {
           size_t at = 0;
           while (at < b->size() && at < n->content->size() && (*b)[at] == (*n->content)[at]) ++at;
-          return p + ": the mount's bytes differ from the model's (" +
-                 std::to_string(b->size()) + " and " + std::to_string(n->content->size()) +
-                 " bytes, first difference at " + std::to_string(at) + ")";
+          return p + ": the mount's bytes differ from the model's (" + std::to_string(b->size()) +
+                 " and " + std::to_string(n->content->size()) + " bytes, first difference at " +
+                 std::to_string(at) + ")";
         }
       }
     }
@@ -545,10 +547,9 @@ class Harness {
   // ---- one step ------------------------------------------------------------------------------
   // Store operations a fault may hit (not aborts: a failed abort leaves an upload open, which
   // the next mount's journal cleanup handles, outside this test), and the failures.
-  static constexpr FOp kFaultOps[] = {FOp::kHead,       FOp::kGetRange,          FOp::kList,
-                                      FOp::kPut,        FOp::kCreateMultipart,   FOp::kUploadPart,
-                                      FOp::kCompleteMultipart, FOp::kCopy,       FOp::kRemove,
-                                      FOp::kRemoveMany};
+  static constexpr FOp kFaultOps[] = {
+      FOp::kHead,       FOp::kGetRange,          FOp::kList, FOp::kPut,    FOp::kCreateMultipart,
+      FOp::kUploadPart, FOp::kCompleteMultipart, FOp::kCopy, FOp::kRemove, FOp::kRemoveMany};
   static Status fault_status(int i) {
     switch (i % 3) {
       case 0:
@@ -645,14 +646,18 @@ class Harness {
     if (on_handle) {
       const Handle& hh = *find_handle(op.handle);
       log_.back() += "  # " + tree_.path_of(hh.file_id).value_or("(deleted)") + " " +
-                     (hh.access == O_RDONLY ? "r" : hh.access == O_WRONLY ? "w" : "rw") +
+                     (hh.access == O_RDONLY   ? "r"
+                      : hh.access == O_WRONLY ? "w"
+                                              : "rw") +
                      (hh.append ? " append" : "");
     }
     auto failed = [&](const std::string& why) {
       std::ostringstream s;
-      s << "model test failed: seed " << seed_ << ", step " << log_.size() << " ("
-        << op.describe() << "): " << why << "\noperations (most recent last):\n";
-      const size_t keep = std::getenv("WARMFS_MODEL_LOG_LINES") ? std::strtoull(std::getenv("WARMFS_MODEL_LOG_LINES"), nullptr, 10) : 400;
+      s << "model test failed: seed " << seed_ << ", step " << log_.size() << " (" << op.describe()
+        << "): " << why << "\noperations (most recent last):\n";
+      const size_t keep = std::getenv("WARMFS_MODEL_LOG_LINES")
+                              ? std::strtoull(std::getenv("WARMFS_MODEL_LOG_LINES"), nullptr, 10)
+                              : 400;
       const size_t from = log_.size() > keep ? log_.size() - keep : 0;
       for (size_t i = from; i < log_.size(); ++i) s << "  " << i + 1 << ": " << log_[i] << "\n";
       error_ = s.str();
@@ -761,6 +766,12 @@ class Harness {
       }
     }
 
+    if (op.kind == Kind::kRename && err == 0) {
+      // What a failed rename left below a directory moves with it.
+      for (Leftover& l : leftovers_) {
+        if (model::at_or_below(l.path, op.path)) l.path = op.path2 + l.path.substr(op.path.size());
+      }
+    }
     std::set<std::string> touched{op.path, op.path2};
     if (hpath) touched.insert(*hpath);
     const bool all = stats_.steps % 50 == 0;
@@ -850,8 +861,7 @@ std::string replay(uint64_t seed, const std::vector<Operation>& ops) {
 // Removes operations while the sequence still fails (delta debugging, chunks halving), within
 // a time budget; a regression test keeps what is left.
 std::vector<Operation> shrink(uint64_t seed, std::vector<Operation> ops, double budget_s) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(budget_s);
   for (size_t chunk = ops.size() / 2; chunk >= 1; chunk /= 2) {
     for (size_t i = 0; i + chunk <= ops.size();) {
       if (std::chrono::steady_clock::now() > deadline) return ops;
@@ -906,8 +916,7 @@ TEST_CASE("model test: random writes and namespace changes with faults match the
                    (unsigned long long)s.failed_ops, (unsigned long long)s.injected,
                    (unsigned long long)s.faulted_steps, (unsigned long long)s.bucket_checks,
                    (unsigned long long)s.syncs,
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                       .count());
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (!err.empty()) run = h.operations();
     }
     if (!err.empty()) {
@@ -928,8 +937,9 @@ namespace warmfs {
 // Sequences the model test found, shrunk, each with the fix it checks. Fault indices are the
 // harness's kFaultOps: 3 put, 4 create multipart, 5 upload part, 6 complete, 8 remove.
 
-TEST_CASE("model test finding: a last close whose upload failed leaves the file as the bucket has it",
-          "[fs][model-fs]") {
+TEST_CASE(
+    "model test finding: a last close whose upload failed leaves the file as the bucket has it",
+    "[fs][model-fs]") {
   // Before: the mount went on showing the 100,000 bytes it had given up on, until the staged
   // copy was swept, and a new file stayed listed though the bucket never had it.
   CHECK(replay_text({
