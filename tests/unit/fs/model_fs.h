@@ -48,8 +48,8 @@ inline std::string join(const std::string& dir, const std::string& name) {
 }
 // True if p is `dir` or below it.
 inline bool at_or_below(const std::string& p, const std::string& dir) {
-  return p == dir || (p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 &&
-                      p[dir.size()] == '/');
+  return p == dir ||
+         (p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && p[dir.size()] == '/');
 }
 
 class Tree {
@@ -139,9 +139,9 @@ enum class Kind {
 };
 
 inline const char* kind_name(Kind k) {
-  static const char* names[] = {"create", "open",  "write",    "append", "read",
-                                "ftruncate", "truncate", "fsync", "close", "reopen",
-                                "mkdir", "rmdir", "unlink", "rename", "sync"};
+  static const char* names[] = {"create",    "open",     "write",  "append", "read",
+                                "ftruncate", "truncate", "fsync",  "close",  "reopen",
+                                "mkdir",     "rmdir",    "unlink", "rename", "sync"};
   return names[int(k)];
 }
 
@@ -248,7 +248,8 @@ inline Operation parse_operation(const std::string& text) {
   for (size_t i = 1; i < words.size(); ++i) {
     const std::string& w = words[i];
     const size_t eq = w.find('=');
-    const std::string key = w.substr(0, eq), value = eq == std::string::npos ? "" : w.substr(eq + 1);
+    const std::string key = w.substr(0, eq),
+                      value = eq == std::string::npos ? "" : w.substr(eq + 1);
     if (key == "path" || key == "from") op.path = value;
     if (key == "to") op.path2 = value;
     if (key == "off") op.offset = std::stoull(value);
