@@ -194,11 +194,14 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   Result<size_t> r = size_t{0};
   order_read_started(handle, offset, length);
-  if (handle.staged() && handle.staged()->staged()) {
+  std::shared_ptr<StagedObject> staged = handle.staged();
+  // Written through another handle since this one opened: reads see those bytes too.
+  if (!staged && uploader_ != nullptr) staged = find_live_staged(handle.ino());
+  if (staged && staged->staged()) {
     // Being written (or just written) here: the staged copy has the bytes.
     out.clear();
     std::vector<std::byte> bytes(length);
-    r = handle.staged()->read(offset, bytes);
+    r = staged->read(offset, bytes);
     if (r.is_ok()) {
       bytes.resize(*r);
       auto chunk = std::make_shared<Chunk>(Chunk{ChunkBytes(std::move(bytes)), 0});

@@ -310,6 +310,8 @@ class Filesystem {
   // The inode's write state, made if needed, counting one more holder.
   std::shared_ptr<StagedObject> hold_staged(uint64_t ino, const std::string& key);
   std::shared_ptr<StagedObject> find_staged(uint64_t ino);
+  // As find_staged(), but null for a clean copy kept past its time.
+  std::shared_ptr<StagedObject> find_live_staged(uint64_t ino);
   // One holder less; drops the write state when nothing holds it and it is clean.
   void unhold_staged(uint64_t ino);
   // Drops the write state of inodes nothing holds, that are clean and past keep_until.
@@ -319,6 +321,9 @@ class Filesystem {
   // After a successful upload or copy: the namespace and the caches learn the new version.
   void committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj, const ObjectInfo& info);
   Status do_flush(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
+  // After an upload nobody can retry failed: unless a handle holds obj, the file goes back to
+  // what the bucket holds (a file never uploaded leaves the namespace).
+  void abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
   Status rename_dir(const std::string& from_key, const std::string& to_key);
   // Puts a whole object made here (symlink, special file) with these attributes.
   Result<Attr> put_node(uint64_t parent, std::string_view name, std::string_view body,

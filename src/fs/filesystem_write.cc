@@ -43,6 +43,19 @@ std::shared_ptr<StagedObject> Filesystem::find_staged(uint64_t ino) {
   return it == writes_.end() ? nullptr : it->second.object;
 }
 
+std::shared_ptr<StagedObject> Filesystem::find_live_staged(uint64_t ino) {
+  std::lock_guard lock(writes_mu_);
+  auto it = writes_.find(ino);
+  if (it == writes_.end()) return nullptr;
+  const WriteEntry& w = it->second;
+  // A clean copy kept past its time is as good as gone (the next sweep drops it): the file
+  // is what the namespace says, as open() will find.
+  if (w.handles == 0 && clock_.now() >= w.keep_until && !w.object->dirty() &&
+      !w.object->write_through_pending())
+    return nullptr;
+  return w.object;
+}
+
 void Filesystem::unhold_staged(uint64_t ino) {
   {
     std::lock_guard lock(writes_mu_);
@@ -77,7 +90,7 @@ void Filesystem::sweep_staged() {
 
 void Filesystem::apply_staged(Attr& a, const NodeAttr& n) {
   if (a.is_dir) return;
-  auto obj = find_staged(a.ino);
+  auto obj = find_live_staged(a.ino);
   if (!obj || !obj->staged()) return;
   a.size = obj->size();
   if (n.attrs.mtime) return;  // set by utimens since the last change
@@ -176,6 +189,17 @@ Status Filesystem::flush(FileHandle& handle) {
   return do_flush(handle.ino(), handle.staged());
 }
 
+void Filesystem::abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj) {
+  {
+    std::lock_guard lock(writes_mu_);
+    auto it = writes_.find(ino);
+    if (it == writes_.end() || it->second.object != obj || it->second.handles != 0) return;
+    writes_.erase(it);
+  }
+  obj->discard();
+  meta_.local_abandoned(ino);
+}
+
 void Filesystem::release(std::unique_ptr<FileHandle> handle) {
   if (!handle) return;
   const uint64_t ino = handle->ino();
@@ -188,6 +212,7 @@ void Filesystem::release(std::unique_ptr<FileHandle> handle) {
       auto it = writes_.find(ino);
       last = it != writes_.end() && it->second.handles <= 1;
     }
+    bool abandoned = false;
     if (last && obj->dirty()) {
       // Nothing can fsync this data any more. Changes no flush has tried yet (a descriptor
       // closed without close() reaching us) get one upload; after a failure close() already
@@ -198,10 +223,12 @@ void Filesystem::release(std::unique_ptr<FileHandle> handle) {
         log::error("giving up on {:?}: its last handle closed and the upload failed: {}",
                    obj->key(), st.to_string());
         obj->discard();
+        abandoned = true;
       }
     }
     handle.reset();
     unhold_staged(ino);
+    if (abandoned) abandon_unheld(ino, obj);
   }
 }
 
@@ -229,7 +256,12 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
     }
     // truncate(2) of a path has no close to come: make it durable now.
     if (st.is_ok() && own) st = do_flush(ino, obj);
-    if (own) unhold_staged(ino);
+    if (own) {
+      unhold_staged(ino);
+      // A failed truncate(2) changes nothing, unless an open handle shares the change (its
+      // fsync or close uploads it, or reports the failure).
+      if (!st.is_ok()) abandon_unheld(ino, obj);
+    }
     if (!st.is_ok()) return own ? as_flush_error(st) : st;
   }
   if (request.mode || request.uid || request.gid || request.mtime || request.atime) {
@@ -400,8 +432,14 @@ Status Filesystem::unlink(uint64_t parent, std::string_view name) {
   WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.peek(parent, name));
   if (n.is_dir) return Status(Errc::kIsDirectory, "is a directory");
   WARMFS_ASSIGN_OR_RETURN(std::string key, meta_.child_key(parent, name, false));
-  if (auto obj = find_staged(n.ino)) obj->discard();  // open handles write on into nothing
-  WARMFS_RETURN_IF_ERROR(store_.remove(key));
+  // Open handles write on into nothing, and no upload of theirs may land after the delete.
+  auto obj = find_staged(n.ino);
+  if (obj) obj->discard();
+  Status removed = store_.remove(key);
+  if (!removed.is_ok()) {
+    if (obj) obj->undiscard();  // the file stays, and so do its unflushed writes
+    return removed;
+  }
   meta_.removed(parent, name);
   {
     std::lock_guard lock(writes_mu_);
@@ -511,7 +549,20 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
   if (obj) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(src.ino, obj)));
   WARMFS_ASSIGN_OR_RETURN(NodeAttr current, meta_.getattr(src.ino));
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.copy(from, to, current.etag));
-  WARMFS_RETURN_IF_ERROR(store_.remove(from));
+  Status removed = store_.remove(from);
+  if (!removed.is_ok()) {
+    // Copied, not deleted: both names hold the bytes (docs/posix.md). A file replaced at the
+    // new name shows the copy, as the bucket has it, not its old version.
+    if (dst.is_ok()) {
+      if (auto replaced = find_staged(dst->ino)) replaced->discard();
+      meta_.file_changed(dst->ino, info.size, info.etag, info.mtime_sec);
+    } else if (Status undone = store_.remove(to); !undone.is_ok()) {
+      // Nothing was at the new name: the copy is taken back, so that the failed rename
+      // changes nothing; if that fails too, the copy shows once the listing is refreshed.
+      log::warn("rename of {:?} failed, and its copy {:?} stays: {}", from, to, undone.to_string());
+    }
+    return removed;
+  }
   if (dst.is_ok()) {
     if (auto replaced = find_staged(dst->ino)) replaced->discard();
   }

@@ -404,6 +404,19 @@ void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag
   edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
 }
 
+void Metadata::local_abandoned(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || !it->second.local) return;
+  Node& n = it->second;
+  n.local = false;
+  local_inos_.erase(ino);
+  auto pit = ino_by_path_.find(n.path);
+  if (pit == ino_by_path_.end() || pit->second != ino) return;
+  ino_by_path_.erase(pit);
+  edit_listing_locked(std::string(dir_name(n.path)), base_name(n.path), nullptr);
+}
+
 void Metadata::removed(uint64_t parent, std::string_view name) {
   std::lock_guard lock(mu_);
   auto path = child_path_locked(parent, name);
@@ -466,12 +479,15 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   if (n.is_dir) {
     // Every node below moves with it; listings below are dropped (listed again when asked).
     const std::string old_prefix = *from + "/";
+    // Nodes no longer at their path (unlinked, or replaced by a rename, and still held by
+    // the kernel) move too, but must not take the path back from the node that has it.
     for (auto& [child_ino, child] : nodes_) {
       if (child.path.rfind(old_prefix, 0) != 0) continue;
       auto cit = ino_by_path_.find(child.path);
-      if (cit != ino_by_path_.end() && cit->second == child_ino) ino_by_path_.erase(cit);
+      const bool indexed = cit != ino_by_path_.end() && cit->second == child_ino;
+      if (indexed) ino_by_path_.erase(cit);
       child.path = *to + "/" + child.path.substr(old_prefix.size());
-      ino_by_path_[child.path] = child_ino;
+      if (indexed) ino_by_path_[child.path] = child_ino;
     }
     for (auto lit = listings_.begin(); lit != listings_.end();) {
       const bool below = lit->first == *from || lit->first.rfind(old_prefix, 0) == 0 ||

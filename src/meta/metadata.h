@@ -166,6 +166,9 @@ class Metadata {
   void set_link_target(uint64_t ino, std::string target);
   // The bucket now holds this version of the file (after an upload).
   void file_changed(uint64_t ino, uint64_t size, const std::string& etag, int64_t mtime_sec);
+  // A file created here whose first upload was given up leaves the namespace (the bucket
+  // never had it); its node stays for the kernel's references. No-op for other files.
+  void local_abandoned(uint64_t ino);
   // The entry is gone from the bucket (unlink, rmdir).
   void removed(uint64_t parent, std::string_view name);
   // The entry moved (rename): its node, and for a directory every node below, take the new

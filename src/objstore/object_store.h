@@ -32,8 +32,8 @@ using UserMetadata = std::map<std::string, std::string>;
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
-  std::string etag;        // as the server sent it, quotes stripped
-  int64_t mtime_sec = 0;   // Last-Modified, seconds since the epoch
+  std::string etag;       // as the server sent it, quotes stripped
+  int64_t mtime_sec = 0;  // Last-Modified, seconds since the epoch
   // From head() only (a listing carries neither): Content-Type and user metadata.
   std::string content_type;
   UserMetadata metadata;

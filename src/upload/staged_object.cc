@@ -492,6 +492,11 @@ void StagedObject::discard() {
   abort_upload(lock);
 }
 
+void StagedObject::undiscard() {
+  std::lock_guard lock(mu_);
+  discarded_ = false;  // the upload discard() aborted starts afresh at the next flush
+}
+
 bool StagedObject::write_through_pending() const {
   std::lock_guard lock(mu_);
   return fill_pending_;

@@ -151,6 +151,9 @@ class StagedObject : public std::enable_shared_from_this<StagedObject> {
 
   // The file was deleted: stop, abort any open upload; flush() then uploads nothing.
   void discard();
+  // The deletion failed: the object is written again as if discard() had not been called
+  // (changes since the last upload are uploaded whole at the next flush()).
+  void undiscard();
 
  private:
   struct Part {

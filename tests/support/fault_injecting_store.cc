@@ -76,6 +76,11 @@ uint64_t FaultInjectingStore::bytes_returned() const {
   return n;
 }
 
+uint64_t FaultInjectingStore::injected_count() const {
+  std::lock_guard lock(mu_);
+  return injected_;
+}
+
 void FaultInjectingStore::clear_calls() {
   std::lock_guard lock(mu_);
   calls_.clear();
@@ -94,6 +99,7 @@ Status FaultInjectingStore::before(Op op) {
       --p.fail_count;
       injected = p.fail_status;
     }
+    if (!injected.is_ok()) ++injected_;
   }
   if (delay.count() > 0) std::this_thread::sleep_for(delay);
   return injected;
@@ -150,6 +156,7 @@ Result<size_t> FaultInjectingStore::get_range(std::string_view key, uint64_t off
     std::lock_guard lock(mu_);
     if (truncate_count_ > 0) {
       --truncate_count_;
+      if (n > truncate_keep_) ++injected_;
       n = std::min(n, truncate_keep_);
     }
   }

@@ -76,6 +76,8 @@ class FaultInjectingStore final : public ObjectStore {
   size_t in_flight() const;
   // Body bytes returned by successful range GETs.
   uint64_t bytes_returned() const;
+  // Faults that acted so far (failed calls and cut-short GETs), whatever clear_calls() did.
+  uint64_t injected_count() const;
   void clear_calls();
 
   Result<ObjectInfo> head(std::string_view key) override;
@@ -130,6 +132,7 @@ class FaultInjectingStore final : public ObjectStore {
   std::function<void(std::string_view, uint64_t)> before_get_;
   std::vector<Call> calls_;
   size_t in_flight_ = 0;
+  uint64_t injected_ = 0;
 };
 
 }  // namespace warmfs
