@@ -36,7 +36,7 @@
 #include "common/service_notify.h"
 #include "common/sizes.h"
 #include "fs/filesystem.h"
-#include "fuse/fuse_adapter.h"
+#include "fuse/fuse_session.h"
 #include "meta/metadata.h"
 #include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
