@@ -1,9 +1,6 @@
 // warmfs mount: check the bucket answers, then mount and serve (in the background unless
 // --foreground), reporting readiness to the waiting parent through a pipe.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -25,6 +22,7 @@
 #include "cache/ssd_cache.h"
 #include "cache/tiered_cache.h"
 #include "cli/commands.h"
+#include "cli/daemon.h"
 #include "cli/metrics_setup.h"
 #include "cli/prefetch.h"
 #include "cli/s3_setup.h"
@@ -257,25 +255,6 @@ bool is_warmfs_mount(const std::string& path) {
   return mount && mount->fstype == "fuse.warmfs";
 }
 
-// Readiness message from the serving child to the waiting parent: "0" or "1<message>".
-void send_ready(int fd, const Status& st) {
-  if (fd < 0) return;
-  std::string msg = st.is_ok() ? "0" : "1" + st.message();
-  [[maybe_unused]] ssize_t n = ::write(fd, msg.data(), msg.size());
-  ::close(fd);
-}
-
-// The daemon's process settings: files it creates (the SSD tier's index and regions) are
-// private, and it may hold one descriptor per SSD region.
-void prepare_process() {
-  ::umask(077);
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
-}
-
 int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint,
           int ready_fd) {
   prepare_process();
@@ -344,31 +323,6 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
   return rc == 0 ? kExitOk : kExitFailure;
 }
 
-// Waits for the child's readiness message; returns the exit status for the parent.
-int wait_ready(int fd, pid_t child) {
-  std::string msg;
-  char buf[512];
-  pollfd p{fd, POLLIN, 0};
-  // A mount that is not answering after two minutes is reported rather than waited for.
-  constexpr int kTimeoutMs = 120'000;
-  while (true) {
-    int r = ::poll(&p, 1, kTimeoutMs);
-    if (r == 0) {
-      print_error("the mount did not become ready within 120 s (daemon pid " +
-                  std::to_string(child) + ")");
-      return kExitFailure;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    msg.append(buf, static_cast<size_t>(n));
-  }
-  if (msg == "0") return kExitOk;
-  print_error(msg.empty() ? "the mount daemon exited before the mount was ready" : msg.substr(1));
-  return kExitFailure;
-}
-
 }  // namespace
 
 void print_error(const std::string& message) {
@@ -432,35 +386,9 @@ int run_mount(const MountArgs& a) {
   config.credential_provider.reset();
   config.anonymous = a.no_sign_request;
 
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    print_error(std::string("pipe: ") + std::strerror(errno));
-    return kExitFailure;
-  }
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    print_error(std::string("fork: ") + std::strerror(errno));
-    return kExitFailure;
-  }
-  if (pid > 0) {
-    ::close(fds[1]);
-    return wait_ready(fds[0], pid);
-  }
-  // The daemon: its own session, no terminal, logs to the file or syslog.
-  ::close(fds[0]);
-  ::setsid();
-  if (::chdir("/") != 0) { /* the mountpoint is absolute; nothing depends on the cwd */
-  }
-  int null = ::open("/dev/null", O_RDWR);
-  if (null >= 0) {
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    if (null > STDERR_FILENO) ::close(null);
-  }
-  if (a.log_file.empty()) log::use_syslog();
-  ::_exit(serve(a, *src, std::move(config), mountpoint, fds[1]));
+  return run_in_background(a.log_file, [&](int ready_fd) {
+    return serve(a, *src, std::move(config), mountpoint, ready_fd);
+  });
 }
 
 }  // namespace warmfs::cli
