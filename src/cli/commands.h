@@ -45,7 +45,7 @@ struct MountArgs {
   std::vector<std::string> prefetch;  // paths to warm right after mounting
   std::string staging_dir;            // files being written; empty: CACHE_DIR/staging or /var/tmp
   uint32_t upload_threads = 4;        // parts uploaded at once
-  // Cache servers (`warmfs serve`) under memory, and their token (cli/serve_command.h).
+  // Cache servers (`warmfs serve`) under memory, and their token (cli/remote_tier.h).
   std::vector<std::string> cache_servers;  // base URLs; empty: none
   std::string token_file;
   bool insecure_no_token = false;  // talk to servers without a token (tests, trusted networks)
