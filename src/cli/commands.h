@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "cache/ssd_cache.h"
-#include "common/clock.h"
 #include "warmfs/result.h"
 
 namespace warmfs::cli {
@@ -62,25 +60,6 @@ void print_credentials_line(const nlohmann::json& stats);
 // Reads paths (relative to the mountpoint, or absolute inside it) through the mount.
 int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& paths,
                  unsigned threads);
-
-// Opens (or creates) an SSD cache tier in dir, of size_bytes (0: 80% of the free space there),
-// keeping chunks ttl_sec after their last read (0: until space is needed). For mounts and
-// cache servers alike.
-// queue_bytes bounds the chunks waiting for the SSD writer (see MemoryBudget).
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
-                                                double ttl_sec, uint64_t queue_bytes, Clock& clock);
-
-// How --memory-cache-size splits, for mounts and cache servers alike: it bounds all chunk
-// memory, so the daemon's resident set stays near the size given: the chunks being read
-// ahead (a quarter, 8 to 256 MiB), with an SSD tier the chunks queued for its writer (an
-// eighth, at most 64 MiB), the pool of buffers let go (common/buffer.h), and the memory
-// tier, the rest (at least half).
-struct MemoryBudget {
-  uint64_t cache_bytes = 0;
-  uint64_t readahead_bytes = 0;
-  uint64_t ssd_queue_bytes = 0;  // 0 without an SSD tier
-};
-MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier);
 
 // Prints "warmfs: <message>" to stderr.
 void print_error(const std::string& message);

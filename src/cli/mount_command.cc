@@ -27,6 +27,7 @@
 #include "cli/prefetch.h"
 #include "cli/remote_tier.h"
 #include "cli/s3_setup.h"
+#include "cli/tier_setup.h"
 #include "common/buffer.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -84,11 +85,7 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
 // Everything a mounted filesystem needs, built in the process that serves it.
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
-  std::unique_ptr<MemoryCache> memory;
-  std::unique_ptr<SsdCache> disk;       // with --cache-dir
-  std::unique_ptr<TieredCache> tiers;   // memory over disk
-  std::unique_ptr<RemoteCache> remote;  // with --cache-server: below memory (and disk)
-  std::unique_ptr<TieredCache> disk_over_remote;
+  CacheTiers caches;
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<StagingArea> staging;  // not with --read-only
@@ -103,53 +100,6 @@ std::string staging_dir_for(const MountArgs& a) {
   if (!a.cache_dir.empty()) return a.cache_dir + "/staging";
   return "/var/tmp/warmfs-staging";
 }
-
-}  // namespace
-
-MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier) {
-  MemoryBudget b;
-  b.readahead_bytes = std::clamp<uint64_t>(total_bytes / 4, 8 * kMiB, 256 * kMiB);
-  if (ssd_tier) b.ssd_queue_bytes = std::clamp<uint64_t>(total_bytes / 8, 4 * kMiB, 64 * kMiB);
-  const uint64_t pool = std::min<uint64_t>(total_bytes / 8, kPoolMaxBytes);
-  const uint64_t others = b.readahead_bytes + b.ssd_queue_bytes + pool;
-  b.cache_bytes = std::max(total_bytes / 2, total_bytes - std::min(total_bytes, others));
-  return b;
-}
-
-// The SSD tier. Without a size it may take 80% of the space free on the cache dir's
-// filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
-// writes, logs and other tenants of the disk.
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
-                                                double ttl_sec, uint64_t queue_bytes,
-                                                Clock& clock) {
-  SsdCacheOptions o;
-  o.dir = dir;
-  if (queue_bytes != 0) o.write_queue_bytes = queue_bytes;
-  o.capacity_bytes = size_bytes;
-  o.ttl = std::chrono::seconds(static_cast<int64_t>(ttl_sec));
-  if (o.capacity_bytes == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    struct statvfs vfs {};
-    if (::statvfs(dir.c_str(), &vfs) != 0) {
-      return Status(Errc::kInvalidArgument, "--cache-dir " + dir + ": " + std::strerror(errno));
-    }
-    o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
-  }
-  if (o.capacity_bytes < o.region_bytes) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("--cache-size must be at least {} (one region); {} has {}",
-                              format_size(o.region_bytes), dir, format_size(o.capacity_bytes)));
-  }
-  auto disk = SsdCache::open(o, clock);
-  if (disk.is_ok()) {
-    log::info("SSD cache tier: {} of {} ({})", dir, format_size(o.capacity_bytes),
-              (*disk)->uses_io_uring() ? "io_uring" : "pread/pwrite");
-  }
-  return disk;
-}
-
-namespace {
 
 // Warms --prefetch paths through the mount itself, in the background, once it answers.
 void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
@@ -176,40 +126,11 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   std::shared_ptr<const s3::CredentialProvider> credentials = config.credential_provider;
   log_credentials(*credentials);  // by the daemon (its log), not by the command that starts it
   WARMFS_ASSIGN_OR_RETURN(d.store, S3ObjectStore::create(std::move(config), clock));
-  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
-  MemoryCacheOptions mco;
-  mco.capacity_bytes = budget.cache_bytes;
-  d.memory = std::make_unique<MemoryCache>(mco);
   ReadaheadOptions ra;
-  ra.max_inflight_bytes = budget.readahead_bytes;
-  BlockCache* cache = d.memory.get();
-  // SSD hits go up into memory on their second hit (tiered_cache.h): a pass over more than
-  // memory holds is served from the disk without turning memory over
-  // (docs/benchmark-misses.md).
-  TieredCache::Options disk_promotion;
-  disk_promotion.promote_after_second_hit =
-      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
-  if (!a.cache_dir.empty()) {
-    WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
-                                                  budget.ssd_queue_bytes, clock));
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk, disk_promotion);
-    cache = d.tiers.get();
-  }
-  if (!a.cache_servers.empty()) {
-    // Cache servers under memory, or under memory and the local SSD tier (docs/cache-server.md).
-    WARMFS_ASSIGN_OR_RETURN(d.remote, open_remote_tier(a, clock));
-    BlockCache* below = d.remote.get();
-    if (d.disk) {
-      d.disk_over_remote = std::make_unique<TieredCache>(*d.disk, *d.remote);
-      below = d.disk_over_remote.get();
-    }
-    // With a local SSD tier, memory sits over the disk as without servers, and keeps its
-    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip).
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *below,
-                                            d.disk ? disk_promotion : TieredCache::Options{});
-    cache = d.tiers.get();
-  }
-  d.read_path = std::make_unique<ReadPath>(*d.store, *cache, src.bucket, ra, d.memory.get());
+  WARMFS_ASSIGN_OR_RETURN(d.caches, build_tiers(a, ra.chunk_size, clock));
+  ra.max_inflight_bytes = d.caches.readahead_bytes;
+  d.read_path =
+      std::make_unique<ReadPath>(*d.store, *d.caches.top, src.bucket, ra, d.caches.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
@@ -223,8 +144,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
-  if (d.remote)
-    fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
+  if (d.caches.remote)
+    fo.extra_stats.push_back([r = d.caches.remote.get()] { return remote_tier_stats_json(*r); });
   fo.extra_stats.push_back(credentials_stats(credentials));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), *d.store);
@@ -240,11 +161,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     uo.threads = a.upload_threads;
     // What was just written goes to the SSD tier if there is one (a checkpoint read back
     // should not push the dataset out of memory), else to memory.
-    BlockCache* write_through = d.disk ? static_cast<BlockCache*>(d.disk.get()) : d.memory.get();
+    BlockCache* write_through =
+        d.caches.disk ? static_cast<BlockCache*>(d.caches.disk.get()) : d.caches.memory.get();
     d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
   }
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *d.store,
-                                      clock, fo, d.uploader.get());
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.caches.memory, d.caches.disk.get(),
+                                      *d.store, clock, fo, d.uploader.get());
   return d;
 }
 
@@ -270,8 +192,8 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     auto m = MetricsEndpoint::start(
         a.metrics_listen,
         {process_collector(),
-         mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
-                          d.store.get(), d.uploader.get(), d.remote.get()}),
+         mount_collector({d.fs.get(), d.read_path.get(), d.caches.memory.get(), d.caches.disk.get(),
+                          d.store.get(), d.uploader.get(), d.caches.remote.get()}),
          credentials_collector(d.store->credential_provider())});
     if (!m.is_ok()) {
       send_ready(ready_fd, m.status());

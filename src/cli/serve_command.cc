@@ -17,6 +17,7 @@
 #include "cache/ssd_cache.h"
 #include "cli/metrics_setup.h"
 #include "cli/s3_setup.h"
+#include "cli/tier_setup.h"
 #include "cli/token_file.h"
 #include "common/listen_address.h"
 #include "common/log.h"
