@@ -16,8 +16,8 @@
 
 namespace warmfs::cli {
 
-// The daemon's process settings: files it creates (the SSD tier's index and regions) are
-// private, and it may hold one descriptor per SSD region.
+// The process settings of a mount's daemon and of a cache server: files it creates (the SSD
+// tier's index and regions) are private, and it may hold one descriptor per SSD region.
 void prepare_process();
 
 // Readiness message from the serving child to the waiting parent: "0" or "1<message>".

@@ -1,26 +1,18 @@
-// warmfs mount: check the bucket answers, then mount and serve (in the background unless
-// --foreground), reporting readiness to the waiting parent through a pipe.
+// warmfs mount: check the bucket answers, build the daemon's object graph (its caches from
+// cli/tier_setup.h), then mount and serve, in the background unless --foreground
+// (cli/daemon.h reports readiness to the waiting parent).
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
-#include "cache/memory_cache.h"
-#include "cache/remote_cache.h"
-#include "cache/ssd_cache.h"
-#include "cache/tiered_cache.h"
 #include "cli/commands.h"
 #include "cli/daemon.h"
 #include "cli/metrics_setup.h"
@@ -28,7 +20,6 @@
 #include "cli/remote_tier.h"
 #include "cli/s3_setup.h"
 #include "cli/tier_setup.h"
-#include "common/buffer.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/mountinfo.h"

@@ -3,18 +3,15 @@
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <map>
 
 #include "cache/memory_cache.h"
 #include "cache/ssd_cache.h"
+#include "cli/daemon.h"
 #include "cli/metrics_setup.h"
 #include "cli/s3_setup.h"
 #include "cli/tier_setup.h"
@@ -43,14 +40,6 @@ Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket,
   c.credential_provider = *provider;
   c.anonymous = (*provider)->anonymous();
   return c;
-}
-
-void raise_fd_limit() {
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
 }
 
 }  // namespace
@@ -115,8 +104,7 @@ int run_serve(const ServeArgs& a) {
   }
 
   // The SSD tier's files are private; it may hold one descriptor per region.
-  ::umask(077);
-  raise_fd_limit();
+  prepare_process();
   // SIGINT and SIGTERM are taken by sigwait below, not by whichever thread they hit.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
