@@ -11,11 +11,20 @@
 
 #include "common/errno_map.h"
 #include "common/log.h"
+#include "fuse/callback_guard.h"
 
 namespace warmfs {
 namespace {
 
 using Session = FuseCallbackState;
+
+// Every reply goes through here, so the callback guard (callback_guard.h) knows the request
+// has been answered.
+template <typename Reply, typename... Args>
+decltype(auto) reply(Reply fn, fuse_req_t req, Args&&... args) {
+  t_fuse_replied = true;
+  return fn(req, std::forward<Args>(args)...);
+}
 
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
 
@@ -45,7 +54,7 @@ fuse_entry_param to_entry(const Session& s, const Attr& a) {
   return e;
 }
 
-void reply_status(fuse_req_t req, const Status& st) { fuse_reply_err(req, to_errno(st)); }
+void reply_status(fuse_req_t req, const Status& st) { reply(fuse_reply_err, req, to_errno(st)); }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
   auto* s = static_cast<Session*>(userdata);
@@ -74,13 +83,13 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto r = s.fs.lookup(parent, name);
   if (r.is_ok()) {
     fuse_entry_param e = to_entry(s, *r);
-    fuse_reply_entry(req, &e);
+    reply(fuse_reply_entry, req, &e);
   } else if (r.code() == Errc::kNotFound) {
     // A negative entry the kernel may cache for the negative timeout.
     fuse_entry_param e{};
     e.ino = 0;
     e.entry_timeout = s.options.negative_timeout_sec;
-    fuse_reply_entry(req, &e);
+    reply(fuse_reply_entry, req, &e);
   } else {
     log::warn("lookup of {:?} failed: {}", name, r.status().to_string());
     reply_status(req, r.status());
@@ -89,13 +98,13 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   session_of(req).fs.forget(ino, nlookup);
-  fuse_reply_none(req);
+  reply(fuse_reply_none, req);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   Session& s = session_of(req);
   for (size_t i = 0; i < count; ++i) s.fs.forget(forgets[i].ino, forgets[i].nlookup);
-  fuse_reply_none(req);
+  reply(fuse_reply_none, req);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
@@ -103,14 +112,14 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
   auto r = s.fs.getattr(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
   struct stat st = to_stat(*r);
-  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+  reply(fuse_reply_attr, req, &st, s.options.attr_timeout_sec);
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto r = session_of(req).fs.opendir(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
-  if (fuse_reply_open(req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
+  if (reply(fuse_reply_open, req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
 }
 
 // Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
@@ -159,7 +168,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
     }
     used += need;
   }
-  fuse_reply_buf(req, buf.data(), used);
+  reply(fuse_reply_buf, req, buf.data(), used);
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -172,7 +181,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 
 void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   delete reinterpret_cast<DirListingPtr*>(fi->fh);
-  fuse_reply_err(req, 0);
+  reply(fuse_reply_err, req, 0);
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -180,7 +189,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->keep_cache = r->keep_cache ? 1 : 0;
   fi->fh = reinterpret_cast<uint64_t>(r->handle.release());
-  if (fuse_reply_open(req, fi) == -ENOENT) {
+  if (reply(fuse_reply_open, req, fi) == -ENOENT) {
     session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
   }
 }
@@ -198,13 +207,13 @@ void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_fi
   for (const ChunkSlice& sl : slices) {
     iov.push_back(iovec{const_cast<std::byte*>(sl.chunk->bytes.data() + sl.offset), sl.length});
   }
-  fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+  reply(fuse_reply_iov, req, iov.data(), static_cast<int>(iov.size()));
   slices.clear();
 }
 
 void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
-  fuse_reply_err(req, 0);
+  reply(fuse_reply_err, req, 0);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
@@ -219,45 +228,45 @@ void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
   st.f_ffree = r.files_free;
   st.f_favail = r.files_free;
   st.f_namemax = r.name_max;
-  fuse_reply_statfs(req, &st);
+  reply(fuse_reply_statfs, req, &st);
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   auto r = session_of(req).fs.getxattr(ino, name);
   if (!r.is_ok()) {
-    fuse_reply_err(req, ENODATA);
+    reply(fuse_reply_err, req, ENODATA);
     return;
   }
   const std::string& v = *r;
   if (size == 0) {
     // Counters may grow between the size probe and the read: leave room.
-    fuse_reply_xattr(req, v.size() + 1024);
+    reply(fuse_reply_xattr, req, v.size() + 1024);
   } else if (size < v.size()) {
-    fuse_reply_err(req, ERANGE);
+    reply(fuse_reply_err, req, ERANGE);
   } else {
-    fuse_reply_buf(req, v.data(), v.size());
+    reply(fuse_reply_buf, req, v.data(), v.size());
   }
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t /*ino*/, size_t size) {
   // The stats attributes are not listed, so cp -a and rsync -X do not copy them.
   if (size == 0)
-    fuse_reply_xattr(req, 0);
+    reply(fuse_reply_xattr, req, 0);
   else
-    fuse_reply_buf(req, nullptr, 0);
+    reply(fuse_reply_buf, req, nullptr, 0);
 }
 
 void reply_entry(fuse_req_t req, const Result<Attr>& r) {
   if (!r.is_ok()) return reply_status(req, r.status());
   fuse_entry_param e = to_entry(session_of(req), *r);
-  fuse_reply_entry(req, &e);
+  reply(fuse_reply_entry, req, &e);
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                fuse_file_info* fi) {
   Session& s = session_of(req);
   if (!S_ISREG(mode)) {
-    fuse_reply_err(req, EPERM);
+    reply(fuse_reply_err, req, EPERM);
     return;
   }
   auto r = s.fs.create(parent, name, fi->flags);
@@ -265,7 +274,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   fuse_entry_param e = to_entry(s, r->attr);
   fi->keep_cache = 0;
   fi->fh = reinterpret_cast<uint64_t>(r->open.handle.release());
-  if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+  if (reply(fuse_reply_create, req, &e, fi) == -ENOENT) {
     s.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
   }
 }
@@ -284,7 +293,7 @@ void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, 
   s.fs.release(std::move(r->open.handle));
   if (!st.is_ok()) return reply_status(req, st);
   fuse_entry_param e = to_entry(s, attr);
-  fuse_reply_entry(req, &e);
+  reply(fuse_reply_entry, req, &e);
 }
 
 void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, off_t off,
@@ -293,7 +302,7 @@ void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, 
   auto r = session_of(req).fs.write(*handle, static_cast<uint64_t>(off),
                                     std::span(reinterpret_cast<const std::byte*>(buf), size));
   if (!r.is_ok()) return reply_status(req, r.status());
-  fuse_reply_write(req, *r);
+  reply(fuse_reply_write, req, *r);
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
@@ -301,7 +310,7 @@ void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   // worked (close's return value).
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
   if (!handle->writable()) {
-    fuse_reply_err(req, 0);
+    reply(fuse_reply_err, req, 0);
     return;
   }
   reply_status(req, session_of(req).fs.flush(*handle));
@@ -326,7 +335,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
   auto res = s.fs.setattr(ino, r, handle);
   if (!res.is_ok()) return reply_status(req, res.status());
   struct stat st = to_stat(*res);
-  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+  reply(fuse_reply_attr, req, &st, s.options.attr_timeout_sec);
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t /*mode*/) {
@@ -363,39 +372,59 @@ void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) {
   reply_status(req, st.is_ok() ? Status(Errc::kNotSupported, "no extended attributes") : st);
 }
 
+// Each callback runs inside guard_callback: an exception from below is answered with EIO
+// (ENOMEM when out of memory) and logged, never let into libfuse.
+#define WARMFS_GUARDED(op)                                                             \
+  [](fuse_req_t req, auto... args) {                                                   \
+    guard_callback(                                                                    \
+        #op, [&] { op(req, args...); }, [req](int err) { fuse_reply_err(req, err); }); \
+  }
+// forget takes no reply, not even after an exception.
+#define WARMFS_GUARDED_NO_REPLY(op)                                            \
+  [](fuse_req_t req, auto... args) {                                           \
+    guard_callback(                                                            \
+        #op, [&] { op(req, args...); }, [req](int) { fuse_reply_none(req); }); \
+  }
+
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops ops{};
-  ops.init = op_init;
-  ops.lookup = op_lookup;
-  ops.forget = op_forget;
-  ops.forget_multi = op_forget_multi;
-  ops.getattr = op_getattr;
-  ops.opendir = op_opendir;
-  ops.readdir = op_readdir;
-  ops.readdirplus = op_readdirplus;
-  ops.releasedir = op_releasedir;
-  ops.open = op_open;
-  ops.read = op_read;
-  ops.release = op_release;
-  ops.statfs = op_statfs;
-  ops.getxattr = op_getxattr;
-  ops.listxattr = op_listxattr;
-  ops.mkdir = op_mkdir;
-  ops.mknod = op_mknod;
-  ops.unlink = op_unlink;
-  ops.rmdir = op_rmdir;
-  ops.symlink = op_symlink;
-  ops.link = op_link;
-  ops.rename = op_rename;
-  ops.create = op_create;
-  ops.setattr = op_setattr;
-  ops.write = op_write;
-  ops.flush = op_flush;
-  ops.fsync = op_fsync;
-  ops.setxattr = op_setxattr;
-  ops.removexattr = op_removexattr;
+  ops.init = [](void* userdata, fuse_conn_info* conn) {
+    guard_callback(
+        "init", [&] { op_init(userdata, conn); }, [](int) {});
+  };
+  ops.lookup = WARMFS_GUARDED(op_lookup);
+  ops.forget = WARMFS_GUARDED_NO_REPLY(op_forget);
+  ops.forget_multi = WARMFS_GUARDED_NO_REPLY(op_forget_multi);
+  ops.getattr = WARMFS_GUARDED(op_getattr);
+  ops.opendir = WARMFS_GUARDED(op_opendir);
+  ops.readdir = WARMFS_GUARDED(op_readdir);
+  ops.readdirplus = WARMFS_GUARDED(op_readdirplus);
+  ops.releasedir = WARMFS_GUARDED(op_releasedir);
+  ops.open = WARMFS_GUARDED(op_open);
+  ops.read = WARMFS_GUARDED(op_read);
+  ops.release = WARMFS_GUARDED(op_release);
+  ops.statfs = WARMFS_GUARDED(op_statfs);
+  ops.getxattr = WARMFS_GUARDED(op_getxattr);
+  ops.listxattr = WARMFS_GUARDED(op_listxattr);
+  ops.mkdir = WARMFS_GUARDED(op_mkdir);
+  ops.mknod = WARMFS_GUARDED(op_mknod);
+  ops.unlink = WARMFS_GUARDED(op_unlink);
+  ops.rmdir = WARMFS_GUARDED(op_rmdir);
+  ops.symlink = WARMFS_GUARDED(op_symlink);
+  ops.link = WARMFS_GUARDED(op_link);
+  ops.rename = WARMFS_GUARDED(op_rename);
+  ops.create = WARMFS_GUARDED(op_create);
+  ops.setattr = WARMFS_GUARDED(op_setattr);
+  ops.write = WARMFS_GUARDED(op_write);
+  ops.flush = WARMFS_GUARDED(op_flush);
+  ops.fsync = WARMFS_GUARDED(op_fsync);
+  ops.setxattr = WARMFS_GUARDED(op_setxattr);
+  ops.removexattr = WARMFS_GUARDED(op_removexattr);
   return ops;
 }
+
+#undef WARMFS_GUARDED
+#undef WARMFS_GUARDED_NO_REPLY
 
 }  // namespace
 
