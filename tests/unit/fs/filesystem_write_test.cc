@@ -8,10 +8,7 @@
 
 #include "cache/memory_cache.h"
 #include "fs/filesystem.h"
-#include "support/fake_clock.h"
-#include "support/fault_injecting_store.h"
-#include "support/memory_object_store.h"
-#include "support/temp_dir.h"
+#include "support/fs_fixture.h"
 #include "upload/staging.h"
 
 namespace warmfs {
@@ -19,47 +16,15 @@ namespace {
 
 using Op = FaultInjectingStore::Op;
 
-struct WriteFixture {
-  FakeClock clock;
-  MemoryObjectStore bucket{"b", clock};
-  FaultInjectingStore store{bucket};
-  MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
-  testing::TempDir tmp{"warmfs-fs-write-test"};
-  std::string dir = tmp.path;
-  std::unique_ptr<StagingArea> staging;
-  std::unique_ptr<Uploader> uploader;
-  std::unique_ptr<ReadPath> read_path;
-  std::unique_ptr<Metadata> meta;
-  std::unique_ptr<Filesystem> fs;
-
-  explicit WriteFixture(bool read_only = false) {
-    staging = StagingArea::open(dir, store).value();
-    UploaderOptions uo;
-    uo.bucket = "b";
-    uploader = std::make_unique<Uploader>(store, *staging, &memory, clock, uo);
-    ReadaheadOptions ro;
-    ro.fetch_threads = 2;
-    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
-    meta = std::make_unique<Metadata>(store, clock, MetaOptions{});
-    FsOptions fo;
-    fo.bucket = "b";
-    fo.read_only = read_only;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo,
-                                      uploader.get());
-  }
-  ~WriteFixture() {
-    fs.reset();
-    uploader.reset();
-    staging.reset();
-  }
-  std::string object(const std::string& key) {
-    auto b = bucket.object_bytes(key);
-    if (!b) return "<absent>";
-    return std::string(reinterpret_cast<const char*>(b->data()), b->size());
-  }
-  Result<size_t> write(FileHandle& h, uint64_t off, std::string_view s) {
-    return fs->write(h, off, std::as_bytes(std::span(s)));
-  }
+struct WriteFixture : testing::FsFixture {
+  explicit WriteFixture(bool read_only = false)
+      : FsFixture(
+            testing::FsFixtureOptions{.writable = true,
+                                      .read_only = read_only,
+                                      .fetch_threads = 2,
+                                      .meta_ttl = std::chrono::seconds(60),  // MetaOptions' default
+                                      .uid = 0,
+                                      .gid = 0}) {}
   std::vector<std::string> names(uint64_t dir_ino) {
     auto l = fs->opendir(dir_ino);
     REQUIRE(l.is_ok());
