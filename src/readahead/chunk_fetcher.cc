@@ -295,6 +295,10 @@ ReadPathCounters ChunkFetcher::counters() const {
   c.prefetch_wasted_chunks = prefetch_wasted_.load(std::memory_order_relaxed);
   c.inflight_bytes = budget_used_.load(std::memory_order_relaxed) + handoff_charge();
   c.fetch_errors = fetch_errors_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(inflight_mu_);
+    c.chunks_in_flight = inflight_.size();
+  }
   return c;
 }
 

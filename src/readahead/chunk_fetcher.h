@@ -156,7 +156,7 @@ class ChunkFetcher {
   const std::string bucket_;
   const ReadaheadOptions options_;
 
-  std::mutex inflight_mu_;  // protects inflight_
+  mutable std::mutex inflight_mu_;  // protects inflight_
   std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
 
   std::atomic<bool> cancelled_{false};

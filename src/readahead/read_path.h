@@ -86,6 +86,9 @@ struct ReadPathCounters {
   // tier to take it beyond handoff_allowance_bytes).
   uint64_t inflight_bytes = 0;
   uint64_t fetch_errors = 0;
+  // Right now: chunks asked of the bucket and not yet fetched (queued or being fetched).
+  // Zero once every fetch a read started has ended (tests wait for it).
+  uint64_t chunks_in_flight = 0;
 };
 
 // A piece of a read: bytes [offset, offset + length) of a chunk. Holding it keeps the chunk.
