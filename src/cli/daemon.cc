@@ -5,12 +5,15 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "cli/commands.h"
 #include "common/log.h"
@@ -33,6 +36,20 @@ void prepare_process() {
   }
 }
 
+namespace {
+
+// Waits up to 10 s for a daemon that reported a failure to exit.
+void reap_failed_daemon(pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t r = ::waitpid(child, nullptr, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
+
 int wait_ready(int fd, pid_t child) {
   std::string msg;
   char buf[512];
@@ -54,6 +71,9 @@ int wait_ready(int fd, pid_t child) {
   }
   if (msg == "0") return kExitOk;
   print_error(msg.empty() ? "the mount daemon exited before the mount was ready" : msg.substr(1));
+  // A daemon that failed is on its way out (it reports before tearing down what it built):
+  // the command returns once it is gone, so a refused mount leaves no process behind.
+  reap_failed_daemon(child);
   return kExitFailure;
 }
 

@@ -24,7 +24,8 @@ void prepare_process();
 // Closes fd; nothing when fd < 0 (in the foreground).
 void send_ready(int fd, const Status& st);
 
-// Waits for the child's readiness message; returns the exit status for the parent.
+// Waits for the child's readiness message; returns the exit status for the parent. After a
+// failure, also waits (up to 10 s) for the child to exit.
 int wait_ready(int fd, pid_t child);
 
 // Forks: the parent waits for the child's readiness and returns its exit status; the child
