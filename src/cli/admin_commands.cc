@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "common/sizes.h"
 #include "fs/filesystem.h"
-#include "fuse/fuse_adapter.h"
+#include "fuse/fuse_session.h"
 
 namespace warmfs::cli {
 

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "cache/ssd_cache.h"
-#include "common/clock.h"
 #include "warmfs/result.h"
 
 namespace warmfs::cli {
@@ -29,6 +27,7 @@ struct MountArgs {
   uint64_t memory_cache_bytes = 0;
   double metadata_ttl_sec = 60;
   bool read_only = false;
+  bool object_attrs = false;  // --object-attrs: HEAD objects for their attributes (read-only too)
   bool no_object_attrs = false;  // --no-object-attrs: no HEAD per object for its attributes
   bool allow_other = false;
   int64_t uid = -1;  // -1: the mounting user
@@ -46,7 +45,7 @@ struct MountArgs {
   std::vector<std::string> prefetch;  // paths to warm right after mounting
   std::string staging_dir;            // files being written; empty: CACHE_DIR/staging or /var/tmp
   uint32_t upload_threads = 4;        // parts uploaded at once
-  // Cache servers (`warmfs serve`) under memory, and their token (cli/serve_command.h).
+  // Cache servers (`warmfs serve`) under memory, and their token (cli/remote_tier.h).
   std::vector<std::string> cache_servers;  // base URLs; empty: none
   std::string token_file;
   bool insecure_no_token = false;  // talk to servers without a token (tests, trusted networks)
@@ -70,25 +69,6 @@ int run_prefetch(const std::string& mountpoint, const std::vector<std::string>& 
 int run_publish_order(const std::string& mountpoint, const std::string& order_file);
 // warmfs stats --epochs: the epochs' table, or their JSON array with json.
 int run_epochs(const std::string& mountpoint, bool json);
-
-// Opens (or creates) an SSD cache tier in dir, of size_bytes (0: 80% of the free space there),
-// keeping chunks ttl_sec after their last read (0: until space is needed). For mounts and
-// cache servers alike.
-// queue_bytes bounds the chunks waiting for the SSD writer (see MemoryBudget).
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
-                                                double ttl_sec, uint64_t queue_bytes, Clock& clock);
-
-// How --memory-cache-size splits, for mounts and cache servers alike: it bounds all chunk
-// memory, so the daemon's resident set stays near the size given: the chunks being read
-// ahead (a quarter, 8 to 256 MiB), with an SSD tier the chunks queued for its writer (an
-// eighth, at most 64 MiB), the pool of buffers let go (common/buffer.h), and the memory
-// tier, the rest (at least half).
-struct MemoryBudget {
-  uint64_t cache_bytes = 0;
-  uint64_t readahead_bytes = 0;
-  uint64_t ssd_queue_bytes = 0;  // 0 without an SSD tier
-};
-MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier);
 
 // Reads an attribute warmfs serves on a mount's root (user.warmfs.stats, ...); empty on
 // failure (errno set).

@@ -1,35 +1,27 @@
-// warmfs mount: check the bucket answers, then mount and serve (in the background unless
-// --foreground), reporting readiness to the waiting parent through a pipe.
-#include <fcntl.h>
+// warmfs mount: check the bucket answers, build the daemon's object graph (its caches from
+// cli/tier_setup.h), then mount and serve, in the background unless --foreground
+// (cli/daemon.h reports readiness to the waiting parent).
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
-#include "cache/memory_cache.h"
-#include "cache/remote_cache.h"
-#include "cache/ssd_cache.h"
-#include "cache/tiered_cache.h"
 #include "cli/commands.h"
+#include "cli/daemon.h"
 #include "cli/metrics_setup.h"
 #include "cli/prefetch.h"
+#include "cli/remote_tier.h"
 #include "cli/s3_setup.h"
 #include "cli/serve_command.h"
 #include "cli/snapshot_command.h"
+#include "cli/tier_setup.h"
 #include "common/buffer.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -37,7 +29,7 @@
 #include "common/service_notify.h"
 #include "common/sizes.h"
 #include "fs/filesystem.h"
-#include "fuse/fuse_adapter.h"
+#include "fuse/fuse_session.h"
 #include "meta/metadata.h"
 #include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
@@ -88,11 +80,7 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
   std::unique_ptr<SnapshotStore> snapshot;  // with --snapshot: over store, for all reads
-  std::unique_ptr<MemoryCache> memory;
-  std::unique_ptr<SsdCache> disk;       // with --cache-dir
-  std::unique_ptr<TieredCache> tiers;   // memory over disk
-  std::unique_ptr<RemoteCache> remote;  // with --cache-server: below memory (and disk)
-  std::unique_ptr<TieredCache> disk_over_remote;
+  CacheTiers caches;
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<StagingArea> staging;  // not with --read-only
@@ -107,53 +95,6 @@ std::string staging_dir_for(const MountArgs& a) {
   if (!a.cache_dir.empty()) return a.cache_dir + "/staging";
   return "/var/tmp/warmfs-staging";
 }
-
-}  // namespace
-
-MemoryBudget split_memory_budget(uint64_t total_bytes, bool ssd_tier) {
-  MemoryBudget b;
-  b.readahead_bytes = std::clamp<uint64_t>(total_bytes / 4, 8 * kMiB, 256 * kMiB);
-  if (ssd_tier) b.ssd_queue_bytes = std::clamp<uint64_t>(total_bytes / 8, 4 * kMiB, 64 * kMiB);
-  const uint64_t pool = std::min<uint64_t>(total_bytes / 8, kPoolMaxBytes);
-  const uint64_t others = b.readahead_bytes + b.ssd_queue_bytes + pool;
-  b.cache_bytes = std::max(total_bytes / 2, total_bytes - std::min(total_bytes, others));
-  return b;
-}
-
-// The SSD tier. Without a size it may take 80% of the space free on the cache dir's
-// filesystem when it opens: most of a dedicated NVMe, while leaving room for the staging of
-// writes, logs and other tenants of the disk.
-Result<std::unique_ptr<SsdCache>> open_ssd_tier(const std::string& dir, uint64_t size_bytes,
-                                                double ttl_sec, uint64_t queue_bytes,
-                                                Clock& clock) {
-  SsdCacheOptions o;
-  o.dir = dir;
-  if (queue_bytes != 0) o.write_queue_bytes = queue_bytes;
-  o.capacity_bytes = size_bytes;
-  o.ttl = std::chrono::seconds(static_cast<int64_t>(ttl_sec));
-  if (o.capacity_bytes == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    struct statvfs vfs {};
-    if (::statvfs(dir.c_str(), &vfs) != 0) {
-      return Status(Errc::kInvalidArgument, "--cache-dir " + dir + ": " + std::strerror(errno));
-    }
-    o.capacity_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize / 10 * 8;
-  }
-  if (o.capacity_bytes < o.region_bytes) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("--cache-size must be at least {} (one region); {} has {}",
-                              format_size(o.region_bytes), dir, format_size(o.capacity_bytes)));
-  }
-  auto disk = SsdCache::open(o, clock);
-  if (disk.is_ok()) {
-    log::info("SSD cache tier: {} of {} ({})", dir, format_size(o.capacity_bytes),
-              (*disk)->uses_io_uring() ? "io_uring" : "pread/pwrite");
-  }
-  return disk;
-}
-
-namespace {
 
 // Warms --prefetch paths through the mount itself, in the background, once it answers.
 void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
@@ -186,53 +127,20 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
                                                             a.snapshot_versions, *d.store));
     store = d.snapshot.get();
   }
-  const MemoryBudget budget = split_memory_budget(a.memory_cache_bytes, !a.cache_dir.empty());
-  MemoryCacheOptions mco;
-  mco.capacity_bytes = budget.cache_bytes;
-  d.memory = std::make_unique<MemoryCache>(mco);
   ReadaheadOptions ra;
-  ra.max_inflight_bytes = budget.readahead_bytes;
-  BlockCache* cache = d.memory.get();
-  // SSD hits go up into memory on their second hit (tiered_cache.h): a pass over more than
-  // memory holds is served from the disk without turning memory over
-  // (docs/benchmark-misses.md).
-  TieredCache::Options disk_promotion;
-  disk_promotion.promote_after_second_hit =
-      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1024);
-  // A chunk read by small random reads (range reads of the SSD tier) goes up on a second one
-  // only within twice what memory holds: from further apart, memory would not keep it until
-  // it is read again, and promoting it costs a whole chunk read (tiered_cache.h).
-  disk_promotion.promote_range_after_second_hit =
-      std::max<size_t>(2 * mco.capacity_bytes / ra.chunk_size, 1);
-  if (!a.cache_dir.empty()) {
-    WARMFS_ASSIGN_OR_RETURN(d.disk, open_ssd_tier(a.cache_dir, a.cache_size_bytes, a.cache_ttl_sec,
-                                                  budget.ssd_queue_bytes, clock));
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *d.disk, disk_promotion);
-    cache = d.tiers.get();
-  }
-  if (!a.cache_servers.empty()) {
-    // Cache servers under memory, or under memory and the local SSD tier (docs/cache-server.md).
-    WARMFS_ASSIGN_OR_RETURN(d.remote, open_remote_tier(a, clock));
-    BlockCache* below = d.remote.get();
-    if (d.disk) {
-      d.disk_over_remote = std::make_unique<TieredCache>(*d.disk, *d.remote);
-      below = d.disk_over_remote.get();
-    }
-    // With a local SSD tier, memory sits over the disk as without servers, and keeps its
-    // promotion policy; over servers alone every hit goes up (a server hit costs a round trip),
-    // except small reads' ranges, which go up as over a disk.
-    TieredCache::Options remote_promotion;
-    remote_promotion.promote_range_after_second_hit = disk_promotion.promote_range_after_second_hit;
-    d.tiers = std::make_unique<TieredCache>(*d.memory, *below,
-                                            d.disk ? disk_promotion : remote_promotion);
-    cache = d.tiers.get();
-  }
-  d.read_path = std::make_unique<ReadPath>(*store, *cache, src.bucket, ra, d.memory.get());
+  WARMFS_ASSIGN_OR_RETURN(d.caches, build_tiers(a, ra.chunk_size, clock));
+  ra.max_inflight_bytes = d.caches.readahead_bytes;
+  d.read_path =
+      std::make_unique<ReadPath>(*store, *d.caches.top, src.bucket, ra, d.caches.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
   mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
-  mo.object_attrs = !a.no_object_attrs;
+  // Attributes from objects' metadata cost a HEAD per object's first lookup: the default of
+  // writable mounts, where chmod and rsync -a keep them; a read-only mount (a dataset) answers
+  // from listings alone unless asked (docs/posix.md).
+  const bool read_only = a.read_only || !a.snapshot.empty();
+  mo.object_attrs = a.object_attrs || (!a.no_object_attrs && !read_only);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
   FsOptions fo;
   fo.bucket = src.bucket;
@@ -242,8 +150,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
   fo.file_mode = a.file_mode;
   fo.dir_mode = a.dir_mode;
   fo.read_only = a.read_only;
-  if (d.remote)
-    fo.extra_stats.push_back([r = d.remote.get()] { return remote_tier_stats_json(*r); });
+  if (d.caches.remote)
+    fo.extra_stats.push_back([r = d.caches.remote.get()] { return remote_tier_stats_json(*r); });
   fo.extra_stats.push_back(credentials_stats(credentials));
   fo.extra_stats.push_back(mount_source_stats(d.store->config().endpoint, d.store->config().region,
                                               d.store->config().path_style, a.snapshot,
@@ -262,11 +170,12 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
     uo.threads = a.upload_threads;
     // What was just written goes to the SSD tier if there is one (a checkpoint read back
     // should not push the dataset out of memory), else to memory.
-    BlockCache* write_through = d.disk ? static_cast<BlockCache*>(d.disk.get()) : d.memory.get();
+    BlockCache* write_through =
+        d.caches.disk ? static_cast<BlockCache*>(d.caches.disk.get()) : d.caches.memory.get();
     d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
   }
-  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.memory, d.disk.get(), *store, clock,
-                                      fo, d.uploader.get());
+  d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.caches.memory, d.caches.disk.get(),
+                                      *store, clock, fo, d.uploader.get());
   return d;
 }
 
@@ -275,25 +184,6 @@ Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config conf
 bool is_warmfs_mount(const std::string& path) {
   const auto mount = top_mount_at(read_mountinfo(), path);
   return mount && mount->fstype == "fuse.warmfs";
-}
-
-// Readiness message from the serving child to the waiting parent: "0" or "1<message>".
-void send_ready(int fd, const Status& st) {
-  if (fd < 0) return;
-  std::string msg = st.is_ok() ? "0" : "1" + st.message();
-  [[maybe_unused]] ssize_t n = ::write(fd, msg.data(), msg.size());
-  ::close(fd);
-}
-
-// The daemon's process settings: files it creates (the SSD tier's index and regions) are
-// private, and it may hold one descriptor per SSD region.
-void prepare_process() {
-  ::umask(077);
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
 }
 
 int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint,
@@ -311,8 +201,8 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     auto m = MetricsEndpoint::start(
         a.metrics_listen,
         {process_collector(),
-         mount_collector({d.fs.get(), d.read_path.get(), d.memory.get(), d.disk.get(),
-                          d.store.get(), d.uploader.get(), d.remote.get()}),
+         mount_collector({d.fs.get(), d.read_path.get(), d.caches.memory.get(), d.caches.disk.get(),
+                          d.store.get(), d.uploader.get(), d.caches.remote.get()}),
          credentials_collector(d.store->credential_provider())});
     if (!m.is_ok()) {
       send_ready(ready_fd, m.status());
@@ -362,31 +252,6 @@ int serve(const MountArgs& a, const Source& src, S3Config config, const std::str
     log::error("{} files written here could not be uploaded before the unmount", failed);
   log::info("unmounted {}", mountpoint);
   return rc == 0 ? kExitOk : kExitFailure;
-}
-
-// Waits for the child's readiness message; returns the exit status for the parent.
-int wait_ready(int fd, pid_t child) {
-  std::string msg;
-  char buf[512];
-  pollfd p{fd, POLLIN, 0};
-  // A mount that is not answering after two minutes is reported rather than waited for.
-  constexpr int kTimeoutMs = 120'000;
-  while (true) {
-    int r = ::poll(&p, 1, kTimeoutMs);
-    if (r == 0) {
-      print_error("the mount did not become ready within 120 s (daemon pid " +
-                  std::to_string(child) + ")");
-      return kExitFailure;
-    }
-    if (r < 0 && errno == EINTR) continue;
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    msg.append(buf, static_cast<size_t>(n));
-  }
-  if (msg == "0") return kExitOk;
-  print_error(msg.empty() ? "the mount daemon exited before the mount was ready" : msg.substr(1));
-  return kExitFailure;
 }
 
 }  // namespace
@@ -464,35 +329,9 @@ int run_mount(const MountArgs& args) {
   config.credential_provider.reset();
   config.anonymous = a.no_sign_request;
 
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    print_error(std::string("pipe: ") + std::strerror(errno));
-    return kExitFailure;
-  }
-  std::fflush(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    print_error(std::string("fork: ") + std::strerror(errno));
-    return kExitFailure;
-  }
-  if (pid > 0) {
-    ::close(fds[1]);
-    return wait_ready(fds[0], pid);
-  }
-  // The daemon: its own session, no terminal, logs to the file or syslog.
-  ::close(fds[0]);
-  ::setsid();
-  if (::chdir("/") != 0) { /* the mountpoint is absolute; nothing depends on the cwd */
-  }
-  int null = ::open("/dev/null", O_RDWR);
-  if (null >= 0) {
-    ::dup2(null, STDIN_FILENO);
-    ::dup2(null, STDOUT_FILENO);
-    ::dup2(null, STDERR_FILENO);
-    if (null > STDERR_FILENO) ::close(null);
-  }
-  if (a.log_file.empty()) log::use_syslog();
-  ::_exit(serve(a, *src, std::move(config), mountpoint, fds[1]));
+  return run_in_background(a.log_file, [&](int ready_fd) {
+    return serve(a, *src, std::move(config), mountpoint, ready_fd);
+  });
 }
 
 }  // namespace warmfs::cli

@@ -1,32 +1,25 @@
-// warmfs serve: the cache server in the foreground; warmfs stats --server; the mount's side
-// of cache servers (token, remote tier, the check before mounting).
+// warmfs serve: the cache server in the foreground.
 #include "cli/serve_command.h"
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "cache/memory_cache.h"
-#include "cache/remote_protocol.h"
 #include "cache/ssd_cache.h"
+#include "cli/daemon.h"
 #include "cli/metrics_setup.h"
 #include "cli/s3_setup.h"
+#include "cli/tier_setup.h"
+#include "cli/token_file.h"
 #include "common/listen_address.h"
 #include "common/log.h"
 #include "common/service_notify.h"
 #include "common/sizes.h"
-#include "http/http_client.h"
 #include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
 #include "objstore/s3_store.h"
@@ -34,16 +27,6 @@
 
 namespace warmfs::cli {
 namespace {
-
-Result<std::string> read_file(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("{} {}: {}", what, path, std::strerror(errno)));
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One provider for every bucket served: the chain is resolved once (credential_chain.h).
 Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket,
@@ -59,51 +42,7 @@ Result<S3Config> s3_config_for(const ServeArgs& a, const std::string& bucket,
   return c;
 }
 
-void raise_fd_limit() {
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
-}
-
-Result<std::string> token_or_none(const std::string& token_file, bool insecure, const char* who) {
-  if (insecure) {
-    if (!token_file.empty())
-      return Status(Errc::kInvalidArgument,
-                    "--token-file and --insecure-no-token exclude each other");
-    return std::string();
-  }
-  if (token_file.empty()) {
-    return Status(
-        Errc::kInvalidArgument,
-        fmt::format("{} needs --token-file (or --insecure-no-token on a trusted network)", who));
-  }
-  return read_token_file(token_file);
-}
-
 }  // namespace
-
-Result<std::string> read_token_file(const std::string& path) {
-  WARMFS_ASSIGN_OR_RETURN(std::string text, read_file(path, "--token-file"));
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  const size_t last = text.find_last_not_of(" \t\r\n");
-  if (first == std::string::npos)
-    return Status(Errc::kInvalidArgument, "--token-file " + path + " is empty");
-  std::string token = text.substr(first, last - first + 1);
-  for (unsigned char c : token) {
-    if (c < 0x21 || c > 0x7e) {
-      return Status(Errc::kInvalidArgument,
-                    "--token-file " + path + ": the token must be one line of printable ASCII");
-    }
-  }
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
-    log::warn("--token-file {} may be read by other users (mode {:o}); chmod 600 it", path,
-              st.st_mode & 0777);
-  }
-  return token;
-}
 
 int run_serve(const ServeArgs& a) {
   log::Level level;
@@ -165,8 +104,7 @@ int run_serve(const ServeArgs& a) {
   }
 
   // The SSD tier's files are private; it may hold one descriptor per region.
-  ::umask(077);
-  raise_fd_limit();
+  prepare_process();
   // SIGINT and SIGTERM are taken by sigwait below, not by whichever thread they hit.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -236,159 +174,6 @@ int run_serve(const ServeArgs& a) {
   }
   (*ssd)->flush();
   return rc;
-}
-
-int run_server_stats(const std::string& url, const std::string& token_file, bool insecure_no_token,
-                     const std::string& ca_file, bool json) {
-  const std::string base = remote::normalize_base_url(url);
-  if (base.empty()) {
-    print_error("--server '" + url + "' is not an http:// or https:// URL of a host[:port]");
-    return kExitUsage;
-  }
-  auto token = token_or_none(token_file, insecure_no_token, "warmfs stats --server");
-  if (!token.is_ok()) {
-    print_error(token.status().message());
-    return token_file.empty() ? kExitUsage : kExitFailure;
-  }
-  http::ClientOptions co;
-  co.connect_timeout = std::chrono::milliseconds(3000);
-  co.request_timeout = std::chrono::seconds(15);
-  co.ca_bundle = ca_file;
-  http::Client client(co);
-  http::Request req;
-  req.url = base + remote::kStatsPath;
-  if (!token->empty()) req.headers.emplace_back("Authorization", "Bearer " + *token);
-  auto r = client.perform(req);
-  if (!r.is_ok()) {
-    print_error("cannot reach cache server " + base + ": " + r.status().message());
-    return kExitFailure;
-  }
-  if (r->status == 401) {
-    print_error("cache server " + base +
-                " refused the token (401 Unauthorized): check --token-file");
-    return kExitFailure;
-  }
-  auto j = nlohmann::json::parse(r->body, nullptr, false);
-  if (r->status != 200 || j.is_discarded() || !j.is_object()) {
-    print_error(fmt::format("cache server {} answered HTTP {} to /v1/stats", base, r->status));
-    return kExitFailure;
-  }
-  if (json) {
-    std::printf("%s\n", r->body.c_str());
-    return kExitOk;
-  }
-  auto u = [&](const nlohmann::json& v) { return v.get<uint64_t>(); };
-  std::string buckets;
-  for (const auto& b : j["buckets"])
-    buckets += (buckets.empty() ? "s3://" : ", s3://") + b.get<std::string>();
-  std::printf("warmfs cache server %s for %s, up %.0f s\n", base.c_str(), buckets.c_str(),
-              j["uptime_seconds"].get<double>());
-  std::printf(
-      "  served              %s in %llu chunk requests, hit ratio %.1f%% (%s held, %s fetched)\n",
-      format_size(u(j["bytes_served"])).c_str(), (unsigned long long)u(j["chunk_requests"]),
-      j["hit_ratio"].get<double>() * 100, format_size(u(j["hit_bytes"])).c_str(),
-      format_size(u(j["miss_bytes"])).c_str());
-  std::printf(
-      "  from the bucket     %s; requests: %llu GET, %llu HEAD; %llu retries, %llu errors\n",
-      format_size(u(j["bucket_bytes_read"])).c_str(),
-      (unsigned long long)u(j["bucket_requests"]["get"]),
-      (unsigned long long)u(j["bucket_requests"]["head"]),
-      (unsigned long long)u(j["bucket_retries"]), (unsigned long long)u(j["bucket_errors"]));
-  std::printf(
-      "  latency             p50 %llu us, p99 %llu us (hits p50 %llu us, p99 %llu us; misses p50 "
-      "%llu us, p99 %llu us)\n",
-      (unsigned long long)u(j["latency_us"]["p50"]), (unsigned long long)u(j["latency_us"]["p99"]),
-      (unsigned long long)u(j["hit_latency_us"]["p50"]),
-      (unsigned long long)u(j["hit_latency_us"]["p99"]),
-      (unsigned long long)u(j["miss_latency_us"]["p50"]),
-      (unsigned long long)u(j["miss_latency_us"]["p99"]));
-  std::printf(
-      "  clients             %llu seen, %llu active in the last minute, %llu connections open\n",
-      (unsigned long long)u(j["clients"]), (unsigned long long)u(j["active_clients"]),
-      (unsigned long long)u(j["connections"]));
-  print_credentials_line(j);
-  const auto& rf = j["refused"];
-  std::printf(
-      "  refused             %llu unauthorized, %llu not found, %llu changed, %llu forbidden, %llu "
-      "bad requests\n",
-      (unsigned long long)u(rf["unauthorized"]), (unsigned long long)u(rf["not_found"]),
-      (unsigned long long)u(rf["precondition_failed"]), (unsigned long long)u(rf["forbidden"]),
-      (unsigned long long)u(rf["bad_request"]));
-  if (j["ssd_cache"].is_object()) {
-    const auto& s = j["ssd_cache"];
-    std::printf(
-        "  SSD tier            %s of %s used, %s written, %s evicted, %llu corrupt chunks, %llu "
-        "errors\n",
-        format_size(u(s["used_bytes"])).c_str(), format_size(u(s["capacity_bytes"])).c_str(),
-        format_size(u(s["inserted_bytes"])).c_str(), format_size(u(s["evicted_bytes"])).c_str(),
-        (unsigned long long)u(s["corrupt_chunks"]), (unsigned long long)u(s["errors"]));
-  }
-  const auto& m = j["memory_cache"];
-  std::printf("  memory              %s of %s used\n", format_size(u(m["used_bytes"])).c_str(),
-              format_size(u(m["capacity_bytes"])).c_str());
-  return kExitOk;
-}
-
-Result<std::unique_ptr<RemoteCache>> open_remote_tier(const MountArgs& a, Clock& clock) {
-  RemoteCacheOptions o;
-  o.servers = a.cache_servers;
-  WARMFS_ASSIGN_OR_RETURN(o.token,
-                          token_or_none(a.token_file, a.insecure_no_token, "--cache-server"));
-  o.ca_bundle = a.cache_server_ca;
-  std::string names;
-  for (const auto& s : a.cache_servers) names += (names.empty() ? "" : ", ") + s;
-  log::info("cache servers: {} (chunks spread over them by rendezvous hashing)", names);
-  return RemoteCache::create(std::move(o), clock);
-}
-
-Status check_cache_servers(const MountArgs& a, const std::string& bucket) {
-  WARMFS_ASSIGN_OR_RETURN(auto remote, open_remote_tier(a, SystemClock::instance()));
-  for (size_t i = 0; i < remote->server_count(); ++i) {
-    auto info = remote->info(i);
-    if (!info.is_ok()) {
-      if (info.code() == Errc::kUnavailable || info.code() == Errc::kTimeout) {
-        const std::string line =
-            info.status().message() + "; reading from the bucket until it answers";
-        log::warn("{}", line);
-        std::fprintf(stderr, "warmfs: warning: %s\n", line.c_str());
-        continue;
-      }
-      return info.status();
-    }
-    if (std::find(info->buckets.begin(), info->buckets.end(), bucket) == info->buckets.end()) {
-      std::string served;
-      for (const auto& b : info->buckets) served += (served.empty() ? "" : ", ") + b;
-      return Status(Errc::kInvalidArgument, "cache server " + remote->server_url(i) +
-                                                " does not serve bucket " + bucket +
-                                                " (it serves: " + served + ")");
-    }
-    if (info->chunk_size != kDefaultChunkSize) {
-      return Status(Errc::kInvalidArgument,
-                    fmt::format("cache server {} uses {}-byte chunks, this mount {}",
-                                remote->server_url(i), info->chunk_size, kDefaultChunkSize));
-    }
-  }
-  return Status::ok();
-}
-
-std::string remote_tier_stats_json(const RemoteCache& remote) {
-  const RemoteCacheCounters c = remote.remote_counters();
-  nlohmann::json servers = nlohmann::json::array();
-  for (const auto& s : c.servers) {
-    servers.push_back({{"url", s.url},
-                       {"up", s.up},
-                       {"chunks", s.chunks},
-                       {"bytes", s.bytes},
-                       {"errors", s.errors}});
-  }
-  nlohmann::json j;
-  j["cache_server_hit_bytes"] = c.hit_bytes;    // served by a server that held the chunk
-  j["cache_server_miss_bytes"] = c.miss_bytes;  // served after the server fetched it for us
-  j["cache_server_errors"] = c.errors;  // failed requests; those chunks came from the bucket
-  j["cache_server_fallback_chunks"] = c.fallback_chunks;
-  j["cache_server_refused"] = c.refused;
-  j["cache_servers"] = servers;
-  return j.dump();
 }
 
 }  // namespace warmfs::cli

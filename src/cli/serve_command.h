@@ -1,5 +1,5 @@
-// warmfs serve (the cache server), warmfs stats --server, and what a mount needs to read
-// through cache servers (its remote tier and the check it makes before mounting).
+// warmfs serve (the cache server) and warmfs stats --server. A mount's side of cache servers
+// is cli/remote_tier.h; the token file, cli/token_file.h.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cache/remote_cache.h"
 #include "cli/commands.h"
-#include "common/clock.h"
 #include "warmfs/result.h"
 
 namespace warmfs::cli {
@@ -38,19 +36,5 @@ int run_serve(const ServeArgs& args);
 // GET /v1/stats of a server: a table, or the JSON as sent.
 int run_server_stats(const std::string& url, const std::string& token_file, bool insecure_no_token,
                      const std::string& ca_file, bool json);
-
-// The token in path (surrounding whitespace dropped); refuses an empty or unreadable file,
-// and warns when others may read it.
-Result<std::string> read_token_file(const std::string& path);
-// The mount's remote tier from --cache-server, --token-file, --cache-server-ca.
-Result<std::unique_ptr<RemoteCache>> open_remote_tier(const MountArgs& args, Clock& clock);
-// Before mounting: every server that answers must take the token and serve `bucket` with our
-// chunk size (else a clear error); one that cannot be reached is a warning (the mount reads
-// from the bucket until it answers).
-Status check_cache_servers(const MountArgs& args, const std::string& bucket);
-// The mount's cache-server counters as a JSON object, for the mount's stats:
-// cache_server_hit_bytes, cache_server_miss_bytes, cache_server_errors,
-// cache_server_fallback_chunks, cache_server_refused, and cache_servers (one entry a server).
-std::string remote_tier_stats_json(const RemoteCache& remote);
 
 }  // namespace warmfs::cli

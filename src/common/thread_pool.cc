@@ -2,7 +2,10 @@
 
 #include <pthread.h>
 
+#include <exception>
 #include <utility>
+
+#include "common/log.h"
 
 namespace warmfs {
 
@@ -54,7 +57,25 @@ void ThreadPool::run() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
+    run_task(task);
+  }
+}
+
+void ThreadPool::run_task(const std::function<void()>& task) noexcept {
+  // No exception leaves a task: it is logged and the thread takes the next one. What the
+  // task would have produced is lost; callers that wait on it must handle errors as values.
+  try {
     task();
+  } catch (const std::exception& e) {
+    try {
+      log::error("{}: a task threw ({}); the pool goes on", name_, e.what());
+    } catch (...) {
+    }
+  } catch (...) {
+    try {
+      log::error("{}: a task threw; the pool goes on", name_);
+    } catch (...) {
+    }
   }
 }
 

@@ -3,8 +3,9 @@
 // For blocking work (range GETs): each thread runs one task at a time, so the thread count
 // is the concurrency. No futures or priorities; callers that need a result pass it through
 // shared state of their own. shutdown() stops accepting tasks, lets the threads finish what
-// is already queued, and joins them; the destructor calls it. Tasks must not throw (an
-// escaping exception terminates the process, as it would on any thread).
+// is already queued, and joins them; the destructor calls it. Tasks report errors as values;
+// an exception that escapes a task anyway is logged and the thread goes on to the next task
+// (it never terminates the process from a pool thread).
 //
 // Thread safe: submit() and shutdown() may be called from any thread, including from tasks
 // (but a task calling shutdown() would wait for itself: don't).
@@ -40,12 +41,15 @@ class ThreadPool {
 
  private:
   void run();
+  void run_task(const std::function<void()>& task) noexcept;
 
   mutable std::mutex mu_;       // protects queue_ and stopping_
   std::condition_variable cv_;  // signalled on a new task and on shutdown
   std::deque<std::function<void()>> queue_;
   bool stopping_ = false;
-  std::mutex join_mu_;                // serializes shutdown() callers around the joins
+  // Serializes shutdown() callers around the joins. Never held with mu_: shutdown() lets mu_
+  // go before taking it.
+  std::mutex join_mu_;
   std::vector<std::thread> threads_;  // fixed after construction
   const std::string name_;
 };

@@ -357,6 +357,9 @@ class Filesystem {
     Filesystem* fs = nullptr;
   };
   std::shared_ptr<Liveness> liveness_ = std::make_shared<Liveness>();
+  // Lock order: Liveness::mu, then writes_mu_ (sweep_staged runs under mu), then a
+  // StagedObject's locks (dirty() and write_through_pending() are asked under writes_mu_).
+  // scan_mu_ and open_mu_ are taken alone; none is held across a call into meta or the store.
   std::mutex writes_mu_;  // protects writes_
   std::unordered_map<uint64_t, WriteEntry> writes_;
 

@@ -3,31 +3,28 @@
 
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <ctime>
-#include <fstream>
-#include <sstream>
-#include <thread>
 #include <vector>
 
 #include "common/errno_map.h"
 #include "common/log.h"
-#include "common/mountinfo.h"
+#include "fuse/callback_guard.h"
 
 namespace warmfs {
 namespace {
 
-struct Session {
-  Filesystem& fs;
-  const FuseOptions& options;
-};
+using Session = FuseCallbackState;
+
+// Every reply goes through here, so the callback guard (callback_guard.h) knows the request
+// has been answered.
+template <typename Reply, typename... Args>
+decltype(auto) reply(Reply fn, fuse_req_t req, Args&&... args) {
+  t_fuse_replied = true;
+  return fn(req, std::forward<Args>(args)...);
+}
 
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
 
@@ -68,7 +65,7 @@ fuse_entry_param to_entry(const Session& s, const Attr& a) {
   return e;
 }
 
-void reply_status(fuse_req_t req, const Status& st) { fuse_reply_err(req, to_errno(st)); }
+void reply_status(fuse_req_t req, const Status& st) { reply(fuse_reply_err, req, to_errno(st)); }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
   auto* s = static_cast<Session*>(userdata);
@@ -97,13 +94,13 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto r = s.fs.lookup(parent, name);
   if (r.is_ok()) {
     fuse_entry_param e = to_entry(s, *r);
-    fuse_reply_entry(req, &e);
+    reply(fuse_reply_entry, req, &e);
   } else if (r.code() == Errc::kNotFound) {
     // A negative entry the kernel may cache for the negative timeout.
     fuse_entry_param e{};
     e.ino = 0;
     e.entry_timeout = s.options.negative_timeout_sec;
-    fuse_reply_entry(req, &e);
+    reply(fuse_reply_entry, req, &e);
   } else {
     log::warn("lookup of {:?} failed: {}", name, r.status().to_string());
     reply_status(req, r.status());
@@ -112,13 +109,13 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   session_of(req).fs.forget(ino, nlookup);
-  fuse_reply_none(req);
+  reply(fuse_reply_none, req);
 }
 
 void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
   Session& s = session_of(req);
   for (size_t i = 0; i < count; ++i) s.fs.forget(forgets[i].ino, forgets[i].nlookup);
-  fuse_reply_none(req);
+  reply(fuse_reply_none, req);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
@@ -126,14 +123,14 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
   auto r = s.fs.getattr(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
   struct stat st = to_stat(*r);
-  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+  reply(fuse_reply_attr, req, &st, s.options.attr_timeout_sec);
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto r = session_of(req).fs.opendir(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
-  if (fuse_reply_open(req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
+  if (reply(fuse_reply_open, req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
 }
 
 // Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
@@ -182,7 +179,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
     }
     used += need;
   }
-  fuse_reply_buf(req, buf.data(), used);
+  reply(fuse_reply_buf, req, buf.data(), used);
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -195,7 +192,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 
 void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   delete reinterpret_cast<DirListingPtr*>(fi->fh);
-  fuse_reply_err(req, 0);
+  reply(fuse_reply_err, req, 0);
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -203,7 +200,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->keep_cache = r->keep_cache ? 1 : 0;
   fi->fh = reinterpret_cast<uint64_t>(r->handle.release());
-  if (fuse_reply_open(req, fi) == -ENOENT) {
+  if (reply(fuse_reply_open, req, fi) == -ENOENT) {
     session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
   }
 }
@@ -221,13 +218,13 @@ void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_fi
   for (const ChunkSlice& sl : slices) {
     iov.push_back(iovec{const_cast<std::byte*>(sl.chunk->bytes.data() + sl.offset), sl.length});
   }
-  fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+  reply(fuse_reply_iov, req, iov.data(), static_cast<int>(iov.size()));
   slices.clear();
 }
 
 void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
-  fuse_reply_err(req, 0);
+  reply(fuse_reply_err, req, 0);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
@@ -242,45 +239,45 @@ void op_statfs(fuse_req_t req, fuse_ino_t /*ino*/) {
   st.f_ffree = r.files_free;
   st.f_favail = r.files_free;
   st.f_namemax = r.name_max;
-  fuse_reply_statfs(req, &st);
+  reply(fuse_reply_statfs, req, &st);
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   auto r = session_of(req).fs.getxattr(ino, name);
   if (!r.is_ok()) {
-    fuse_reply_err(req, r.code() == Errc::kNotFound ? ENODATA : to_errno(r.status()));
+    reply(fuse_reply_err, req, r.code() == Errc::kNotFound ? ENODATA : to_errno(r.status()));
     return;
   }
   const std::string& v = *r;
   if (size == 0) {
     // Counters may grow between the size probe and the read: leave room.
-    fuse_reply_xattr(req, v.size() + 1024);
+    reply(fuse_reply_xattr, req, v.size() + 1024);
   } else if (size < v.size()) {
-    fuse_reply_err(req, ERANGE);
+    reply(fuse_reply_err, req, ERANGE);
   } else {
-    fuse_reply_buf(req, v.data(), v.size());
+    reply(fuse_reply_buf, req, v.data(), v.size());
   }
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t /*ino*/, size_t size) {
   // The stats attributes are not listed, so cp -a and rsync -X do not copy them.
   if (size == 0)
-    fuse_reply_xattr(req, 0);
+    reply(fuse_reply_xattr, req, 0);
   else
-    fuse_reply_buf(req, nullptr, 0);
+    reply(fuse_reply_buf, req, nullptr, 0);
 }
 
 void reply_entry(fuse_req_t req, const Result<Attr>& r) {
   if (!r.is_ok()) return reply_status(req, r.status());
   fuse_entry_param e = to_entry(session_of(req), *r);
-  fuse_reply_entry(req, &e);
+  reply(fuse_reply_entry, req, &e);
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
                fuse_file_info* fi) {
   Session& s = session_of(req);
   if (!S_ISREG(mode)) {
-    fuse_reply_err(req, EPERM);
+    reply(fuse_reply_err, req, EPERM);
     return;
   }
   auto r = s.fs.create(parent, name, fi->flags, new_node_attrs(req, mode));
@@ -288,7 +285,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   fuse_entry_param e = to_entry(s, r->attr);
   fi->keep_cache = 0;
   fi->fh = reinterpret_cast<uint64_t>(r->open.handle.release());
-  if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+  if (reply(fuse_reply_create, req, &e, fi) == -ENOENT) {
     s.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
   }
 }
@@ -306,7 +303,7 @@ void op_write(fuse_req_t req, fuse_ino_t /*ino*/, const char* buf, size_t size, 
   auto r = session_of(req).fs.write(*handle, static_cast<uint64_t>(off),
                                     std::span(reinterpret_cast<const std::byte*>(buf), size));
   if (!r.is_ok()) return reply_status(req, r.status());
-  fuse_reply_write(req, *r);
+  reply(fuse_reply_write, req, *r);
 }
 
 void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
@@ -314,7 +311,7 @@ void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
   // worked (close's return value).
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
   if (!handle->writable()) {
-    fuse_reply_err(req, 0);
+    reply(fuse_reply_err, req, 0);
     return;
   }
   reply_status(req, session_of(req).fs.flush(*handle));
@@ -349,7 +346,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
   auto res = s.fs.setattr(ino, r, handle);
   if (!res.is_ok()) return reply_status(req, res.status());
   struct stat st = to_stat(*res);
-  fuse_reply_attr(req, &st, s.options.attr_timeout_sec);
+  reply(fuse_reply_attr, req, &st, s.options.attr_timeout_sec);
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
@@ -377,7 +374,7 @@ void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const cha
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   auto r = session_of(req).fs.readlink(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
-  fuse_reply_readlink(req, r->c_str());
+  reply(fuse_reply_readlink, req, r->c_str());
 }
 
 // Hard links have no S3 counterpart: EPERM, as POSIX says for a filesystem that does not
@@ -396,136 +393,63 @@ void op_removexattr(fuse_req_t req, fuse_ino_t, const char*) {
   reply_status(req, st.is_ok() ? Status(Errc::kNotSupported, "no extended attributes") : st);
 }
 
+// Each callback runs inside guard_callback: an exception from below is answered with EIO
+// (ENOMEM when out of memory) and logged, never let into libfuse.
+#define WARMFS_GUARDED(op)                                                             \
+  [](fuse_req_t req, auto... args) {                                                   \
+    guard_callback(                                                                    \
+        #op, [&] { op(req, args...); }, [req](int err) { fuse_reply_err(req, err); }); \
+  }
+// forget takes no reply, not even after an exception.
+#define WARMFS_GUARDED_NO_REPLY(op)                                            \
+  [](fuse_req_t req, auto... args) {                                           \
+    guard_callback(                                                            \
+        #op, [&] { op(req, args...); }, [req](int) { fuse_reply_none(req); }); \
+  }
+
 fuse_lowlevel_ops make_ops() {
   fuse_lowlevel_ops ops{};
-  ops.init = op_init;
-  ops.lookup = op_lookup;
-  ops.forget = op_forget;
-  ops.forget_multi = op_forget_multi;
-  ops.getattr = op_getattr;
-  ops.opendir = op_opendir;
-  ops.readdir = op_readdir;
-  ops.readdirplus = op_readdirplus;
-  ops.releasedir = op_releasedir;
-  ops.open = op_open;
-  ops.read = op_read;
-  ops.release = op_release;
-  ops.statfs = op_statfs;
-  ops.getxattr = op_getxattr;
-  ops.listxattr = op_listxattr;
-  ops.mkdir = op_mkdir;
-  ops.mknod = op_mknod;
-  ops.unlink = op_unlink;
-  ops.rmdir = op_rmdir;
-  ops.symlink = op_symlink;
-  ops.readlink = op_readlink;
-  ops.link = op_link;
-  ops.rename = op_rename;
-  ops.create = op_create;
-  ops.setattr = op_setattr;
-  ops.write = op_write;
-  ops.flush = op_flush;
-  ops.fsync = op_fsync;
-  ops.setxattr = op_setxattr;
-  ops.removexattr = op_removexattr;
+  ops.init = [](void* userdata, fuse_conn_info* conn) {
+    guard_callback(
+        "init", [&] { op_init(userdata, conn); }, [](int) {});
+  };
+  ops.lookup = WARMFS_GUARDED(op_lookup);
+  ops.forget = WARMFS_GUARDED_NO_REPLY(op_forget);
+  ops.forget_multi = WARMFS_GUARDED_NO_REPLY(op_forget_multi);
+  ops.getattr = WARMFS_GUARDED(op_getattr);
+  ops.opendir = WARMFS_GUARDED(op_opendir);
+  ops.readdir = WARMFS_GUARDED(op_readdir);
+  ops.readdirplus = WARMFS_GUARDED(op_readdirplus);
+  ops.releasedir = WARMFS_GUARDED(op_releasedir);
+  ops.open = WARMFS_GUARDED(op_open);
+  ops.read = WARMFS_GUARDED(op_read);
+  ops.release = WARMFS_GUARDED(op_release);
+  ops.statfs = WARMFS_GUARDED(op_statfs);
+  ops.getxattr = WARMFS_GUARDED(op_getxattr);
+  ops.listxattr = WARMFS_GUARDED(op_listxattr);
+  ops.mkdir = WARMFS_GUARDED(op_mkdir);
+  ops.mknod = WARMFS_GUARDED(op_mknod);
+  ops.unlink = WARMFS_GUARDED(op_unlink);
+  ops.rmdir = WARMFS_GUARDED(op_rmdir);
+  ops.symlink = WARMFS_GUARDED(op_symlink);
+  ops.readlink = WARMFS_GUARDED(op_readlink);
+  ops.link = WARMFS_GUARDED(op_link);
+  ops.rename = WARMFS_GUARDED(op_rename);
+  ops.create = WARMFS_GUARDED(op_create);
+  ops.setattr = WARMFS_GUARDED(op_setattr);
+  ops.write = WARMFS_GUARDED(op_write);
+  ops.flush = WARMFS_GUARDED(op_flush);
+  ops.fsync = WARMFS_GUARDED(op_fsync);
+  ops.setxattr = WARMFS_GUARDED(op_setxattr);
+  ops.removexattr = WARMFS_GUARDED(op_removexattr);
   return ops;
 }
 
-void raise_read_ahead(const FuseOptions& options) {
-  const auto mount = top_mount_at(read_mountinfo(), options.mountpoint);
-  if (!mount) return;
-  const std::string path = "/sys/class/bdi/" + mount->device + "/read_ahead_kb";
-  std::ofstream out(path);
-  out << options.read_ahead_kb;
-  out.flush();
-  if (!out) log::info("could not raise kernel read-ahead ({}): reads go at 128 KiB", path);
-}
+#undef WARMFS_GUARDED
+#undef WARMFS_GUARDED_NO_REPLY
 
 }  // namespace
 
-int run_fuse(Filesystem& fs, const FuseOptions& options,
-             const std::function<void(const Status&)>& on_ready) {
-  std::string mount_opts = "fsname=" + options.fsname + ",subtype=warmfs,default_permissions";
-  mount_opts += ",max_read=" + std::to_string(options.max_request_bytes);
-  if (options.read_only) mount_opts += ",ro";
-  if (options.allow_other) mount_opts += ",allow_other";
-  std::vector<std::string> argv_s = {"warmfs", "-o", mount_opts};
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  // fuse_session_new replaces args with a copy libfuse allocates (fuse_opt_parse): freed on
-  // every return, as libfuse's examples do.
-  struct FreeArgs {
-    fuse_args* args;
-    ~FreeArgs() { fuse_opt_free_args(args); }
-  } free_args{&args};
-
-  Session session{fs, options};
-  fuse_lowlevel_ops ops = make_ops();
-  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &session);
-  if (se == nullptr) {
-    on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
-    return 1;
-  }
-  if (fuse_set_signal_handlers(se) != 0) {
-    fuse_session_destroy(se);
-    on_ready(Status(Errc::kInternal, "cannot install signal handlers"));
-    return 1;
-  }
-  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
-    fuse_remove_signal_handlers(se);
-    fuse_session_destroy(se);
-    on_ready(
-        Status(Errc::kIo, "cannot mount on " + options.mountpoint +
-                              " (is /dev/fuse there, and the mountpoint an empty directory?)"));
-    return 1;
-  }
-  raise_read_ahead(options);
-  // Report readiness once the mount answers: a stat of the root is served by the loop.
-  std::thread ready([&options, &on_ready] {
-    struct stat st {};
-    if (::stat(options.mountpoint.c_str(), &st) == 0) {
-      on_ready(Status::ok());
-    } else {
-      on_ready(
-          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
-    }
-  });
-
-  fuse_loop_config* cfg = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(cfg, 1);
-  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
-  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
-  int rc = fuse_session_loop_mt(se, cfg);
-  fuse_loop_cfg_destroy(cfg);
-  ready.join();
-  fuse_session_unmount(se);
-  fuse_remove_signal_handlers(se);
-  fuse_session_destroy(se);
-  // The loop returns the number of the signal that ended it: a requested, clean stop.
-  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
-  return clean ? 0 : 1;
-}
-
-Status unmount_path(const std::string& path) {
-  if (::umount2(path.c_str(), 0) == 0) return Status::ok();
-  const int err = errno;
-  if (err == EINVAL) return Status(Errc::kInvalidArgument, path + " is not a mount point");
-  if (err == EBUSY) return Status(Errc::kIo, path + " is busy (a process has files open there)");
-  if (err != EPERM)
-    return Status(Errc::kIo, std::string("cannot unmount ") + path + ": " + std::strerror(err));
-  // Not root: the setuid helper unmounts mounts the user made.
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execlp("fusermount3", "fusermount3", "-u", path.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int wstatus = 0;
-  if (pid < 0 || ::waitpid(pid, &wstatus, 0) < 0 || !WIFEXITED(wstatus) ||
-      WEXITSTATUS(wstatus) != 0) {
-    return Status(Errc::kIo, "fusermount3 -u " + path + " failed");
-  }
-  return Status::ok();
-}
+void fill_fuse_ops(fuse_lowlevel_ops& ops) { ops = make_ops(); }
 
 }  // namespace warmfs

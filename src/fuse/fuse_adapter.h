@@ -1,16 +1,18 @@
-// The libfuse low-level adapter: the only code that includes libfuse.
+// The libfuse low-level adapter: the callbacks (fuse_adapter.cc) and the life of a mount
+// (fuse_session.h); the only code that includes libfuse.
 //
 // Each callback unpacks its request, calls the Filesystem core, and replies exactly once.
-// State travels through the session's userdata; there are no globals. Open file and
-// directory handles are heap objects whose pointers ride in fuse_file_info::fh.
+// State travels through the session's userdata (a FuseCallbackState); there are no globals.
+// Open file and directory handles are heap objects whose pointers ride in fuse_file_info::fh.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <string>
 
 #include "fs/filesystem.h"
 #include "warmfs/result.h"
+
+struct fuse_lowlevel_ops;
 
 namespace warmfs {
 
@@ -31,13 +33,14 @@ struct FuseOptions {
   unsigned max_request_bytes = 1 << 20;
 };
 
-// Mounts at options.mountpoint and serves until unmounted or sent SIGTERM/SIGINT.
-// on_ready is called once: with ok once the mount answers, or with the reason it failed.
-// Returns 0 after a clean unmount, non-zero on failure.
-int run_fuse(Filesystem& fs, const FuseOptions& options,
-             const std::function<void(const Status&)>& on_ready);
+// What every callback finds in the session's userdata.
+struct FuseCallbackState {
+  Filesystem& fs;
+  const FuseOptions& options;
+};
 
-// Unmounts a FUSE mount at path (umount2 as root, else fusermount3 -u).
-Status unmount_path(const std::string& path);
+// Sets the callbacks warmfs implements in ops; the session's userdata must be a
+// FuseCallbackState that outlives it.
+void fill_fuse_ops(fuse_lowlevel_ops& ops);
 
 }  // namespace warmfs

@@ -409,6 +409,10 @@ ReadPathCounters ChunkFetcher::counters() const {
   c.fetch_errors = fetch_errors_.load(std::memory_order_relaxed);
   c.range_reads = range_reads_.load(std::memory_order_relaxed);
   c.range_promotions = promotions_.load(std::memory_order_relaxed);
+  {
+    std::lock_guard lock(inflight_mu_);
+    c.chunks_in_flight = inflight_.size();
+  }
   return c;
 }
 

@@ -181,7 +181,7 @@ class ChunkFetcher {
   const std::string bucket_;
   const ReadaheadOptions options_;
 
-  std::mutex inflight_mu_;  // protects inflight_
+  mutable std::mutex inflight_mu_;  // protects inflight_
   std::unordered_map<ChunkKey, std::shared_ptr<FetchState>, ChunkKeyHash> inflight_;
   struct Pin {
     ChunkPtr chunk;                     // at hand, or

@@ -94,6 +94,9 @@ struct ReadPathCounters {
   // and the chunks those reads then fetched whole to promote them into memory.
   uint64_t range_reads = 0;
   uint64_t range_promotions = 0;
+  // Right now: chunks asked of the bucket and not yet fetched (queued or being fetched).
+  // Zero once every fetch a read started has ended (tests wait for it).
+  uint64_t chunks_in_flight = 0;
 };
 
 // A piece of a read: bytes [offset, offset + length) of a chunk. Holding it keeps the chunk.

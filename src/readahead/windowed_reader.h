@@ -93,8 +93,10 @@ class WindowedReader final : public Reader {
   const uint64_t chunk_size_;
   const uint64_t chunk_count_;
 
-  mutable std::mutex mu_;  // protects everything below
-  ChunkKey key_;           // this version's key; index rewritten on each use
+  // Protects everything below. Lock order: mu_ before the fetcher's locks (acquire() is
+  // called under it), which come before the cache's and the pool's (chunk_fetcher.h).
+  mutable std::mutex mu_;
+  ChunkKey key_;  // this version's key; index rewritten on each use
   std::map<uint64_t, Slot> slots_;
   uint32_t window_ = 0;
   bool counted_ = false;    // counted among the fetcher's open streams (window_ > 0)

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, drop_caches, harness  # noqa: E402
+from benchlib import MiB, dd_argv, drop_caches, harness, parse_dd  # noqa: E402
 import bench_origin  # noqa: E402
 import bench_report  # noqa: E402
 from bench_origin import BUCKET, FULL, SMOKE, Origin, log  # noqa: E402
@@ -314,9 +314,7 @@ class Bench:
     # ---- the workloads, per kind of system -----------------------------------------------------
 
     def dd_one(self, path, timeout) -> dict:
-        out = run_cmd(["dd", f"if={path}", "of=/dev/null", "bs=1M"], timeout).stderr
-        m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", out)
-        nbytes, secs = int(m.group(1)), float(m.group(2))
+        nbytes, secs = parse_dd(run_cmd(dd_argv(path), timeout).stderr)
         if nbytes != self.spec.big_mib * MiB:
             raise RuntimeError(f"read {nbytes} bytes of {path}, expected {self.spec.big_mib} MiB")
         return {"value": nbytes / secs / 1e6, "unit": "MB/s", "bytes": nbytes, "seconds": secs}

@@ -17,6 +17,9 @@ How the peers are configured (the flags are documented in docs/benchmarks.md too
   --vfs-read-ahead 256M, --transfers 8, --use-server-modtime (a listing is enough for ls -l;
   without it rclone sends a HEAD per file), 60 s attribute and 1 h directory caches,
   --s3-upload-concurrency 8 with 16M chunks.
+- warmfs: --no-object-attrs (a writable mount otherwise reads each object's stored mode,
+  owner and times with a HEAD on its first lookup; the same trade as rclone's
+  --use-server-modtime).
 """
 
 from __future__ import annotations
@@ -137,7 +140,10 @@ class Warmfs(MountedSystem):
         harness.require("warmfs", "fuse")
         args = ["mount", f"s3://bench", str(self.mnt), "--endpoint", self.origin.endpoint,
                 "--path-style", "--region", "us-east-1", "--log-file", str(self.log),
-                "--memory-cache-size", f"{self.memory_cache_mib}M", *self.extra_args]
+                "--memory-cache-size", f"{self.memory_cache_mib}M",
+                # Listings answer ls -l, as rclone's --use-server-modtime: no HEAD per object
+                # for attributes a writable mount reads by default (docs/posix.md).
+                "--no-object-attrs", *self.extra_args]
         if self.ssd_tier:
             args += ["--cache-dir", str(self.cache), "--cache-size", "16G"]
         run = harness.run_cli(args, self.env(), timeout=MOUNT_TIMEOUT)

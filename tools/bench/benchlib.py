@@ -1,17 +1,40 @@
-"""What the benchmarks share: a local origin holding one object of random bytes, and cache drops."""
+"""What the benchmarks share: a local origin holding one object of random bytes, cache drops, a
+timed sequential read (dd), and the servers and mounts of tools/lib/warmfs_harness.py (the
+integration suite's harness), as `harness`."""
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "integration"))
-import harness  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import warmfs_harness as harness  # noqa: E402
 
 MiB = 1 << 20
 BUCKET, KEY = "bench", "object.bin"
+
+
+def dd_argv(path) -> list[str]:
+    """dd reading path whole, in 1 MiB blocks, to /dev/null (its figures on stderr)."""
+    return ["dd", f"if={path}", "of=/dev/null", "bs=1M"]
+
+
+def parse_dd(stderr: str) -> tuple[int, float]:
+    """(bytes, seconds) from dd's closing line: "N bytes (...) copied, S s, R MB/s"."""
+    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", stderr)
+    if m is None:
+        raise RuntimeError(f"dd printed no transfer line: {stderr.strip()[-300:]}")
+    return int(m.group(1)), float(m.group(2))
+
+
+def dd_read(path, timeout: float | None = None) -> tuple[int, float]:
+    """Reads path whole with dd; returns (bytes, seconds) as dd measured them."""
+    out = subprocess.run(dd_argv(path), capture_output=True, text=True, check=True,
+                         timeout=timeout).stderr
+    return parse_dd(out)
 
 
 def drop_caches():

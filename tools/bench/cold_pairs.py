@@ -23,16 +23,14 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parents[1] / "tests"))
 
 import bench_origin  # noqa: E402
 import bench_systems  # noqa: E402
-from benchlib import harness  # noqa: E402
+from benchlib import dd_read, harness  # noqa: E402
 
 
 class WarmfsMemoryOnly(bench_systems.Warmfs):
@@ -117,10 +115,7 @@ def main() -> int:
             daemon = s.pids()[0] if s.pids() else 0
             pids = (origin.s3rver.pid, origin.proxy.pid, daemon)
             before = [cpu_seconds(p) for p in pids]
-            t0 = time.monotonic()
-            subprocess.run(["dd", f"if={s.mnt}/{a.key}", "of=/dev/null", "bs=1M"],
-                           capture_output=True, check=True)
-            dt = time.monotonic() - t0
+            _, dt = dd_read(f"{s.mnt}/{a.key}")
             per_gib = [(cpu_seconds(p) - b) * (1 << 30) / size for p, b in zip(pids, before)]
             print(f"{name:{width}s} {size / dt / 1e6:6.0f}  CPU s/GiB: {per_gib[0]:5.2f} "
                   f"{per_gib[1]:5.2f} {per_gib[2]:6.2f}", flush=True)

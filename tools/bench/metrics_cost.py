@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import harness  # noqa: E402
+from benchlib import dd_read, harness  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -42,10 +40,7 @@ def dd_mbps(path: Path, size: int, repeat: int = 1) -> float:
     elapsed = 0.0
     for _ in range(repeat):
         drop_page_cache(path)
-        t = time.monotonic()
-        subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        elapsed += time.monotonic() - t
+        elapsed += dd_read(path)[1]
     return repeat * size / MiB / elapsed
 
 

@@ -14,8 +14,6 @@ Usage: tools/bench/seqread.py [--size MiB] [--cache-dir DIR]
 
 import argparse
 import json
-import os
-import re
 import subprocess
 import sys
 import time
@@ -23,14 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
+from benchlib import MiB, dd_read, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 
 
 def dd(path):
-    out = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], capture_output=True,
-                         text=True, check=True).stderr
-    m = re.search(r"(\d+) bytes .* copied, ([\d.]+) s", out)
-    return int(m.group(1)) / float(m.group(2)) / 1e6
+    """MB/s of one sequential read of path."""
+    nbytes, secs = dd_read(path)
+    return nbytes / secs / 1e6
 
 
 def raw_origin(endpoint, bucket, key, size):

@@ -18,20 +18,17 @@ import os
 import random
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
+from benchlib import MiB, dd_read, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 from randread import stats, time_reads  # noqa: E402
 
 
 def dd(path):
-    out = subprocess.run(["dd", f"if={path}", "of=/dev/null", "bs=1M"], capture_output=True, text=True,
-                         check=True).stderr
-    # "... bytes (...) copied, 1.23 s, 456 MB/s"
-    secs = float(out.strip().splitlines()[-1].split(",")[-2].split()[0])
-    return os.path.getsize(path) / secs / 1e6
+    """MB/s of one sequential read of path."""
+    nbytes, secs = dd_read(path)
+    return nbytes / secs / 1e6
 
 
 def measure(env, cmd, mnt, offsets):

@@ -169,10 +169,11 @@ TEST_CASE("ssd cache starts empty when the region size changes", "[ssd]") {
   CHECK(hits(*cache, 0, 1) == 1);
 }
 
-// Runs only when asked for by name: the child process of the kill -9 test below. Fills the
-// cache dir named by WARMFS_SSD_CRASH_DIR forever, recording in dir/../progress the last chunk
-// known to be flushed.
-TEST_CASE("ssd crash child", "[.]") {
+// Not a test of its own: the entry point of the child process that the SIGKILL test below
+// spawns (this binary, with this test's name) and kills. Hidden ([.]) so a plain run skips it.
+// Fills the cache dir named by WARMFS_SSD_CRASH_DIR forever, recording in dir/../progress the
+// last chunk known to be flushed.
+TEST_CASE("child process of the ssd SIGKILL test", "[.][child-process]") {
   const char* dir = std::getenv("WARMFS_SSD_CRASH_DIR");
   REQUIRE(dir != nullptr);
   SystemClock& clock = SystemClock::instance();
@@ -197,7 +198,7 @@ TEST_CASE("ssd cache killed with SIGKILL mid-fill reopens with what it flushed",
   TempDir tmp;
   const std::string progress = tmp.path + "/progress";
   const std::string env = "WARMFS_SSD_CRASH_DIR=" + tmp.cache();
-  char arg1[] = "ssd crash child";
+  char arg1[] = "child process of the ssd SIGKILL test";
   char* argv[] = {const_cast<char*>("/proc/self/exe"), arg1, nullptr};
   char* envp[] = {const_cast<char*>(env.c_str()), nullptr};
   pid_t pid = 0;

@@ -12,10 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "cache/memory_cache.h"
-#include "support/fake_clock.h"
-#include "support/fault_injecting_store.h"
-#include "support/memory_object_store.h"
+#include "support/fs_fixture.h"
 
 using namespace warmfs;
 using namespace std::chrono_literals;
@@ -29,30 +26,9 @@ std::string random_bytes(size_t n, uint32_t seed) {
   return s;
 }
 
-struct Fixture {
-  FakeClock clock;
-  MemoryObjectStore bucket{"b", clock};
-  FaultInjectingStore store{bucket};
-  MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
-  std::unique_ptr<ReadPath> read_path;
-  std::unique_ptr<Metadata> meta;
-  std::unique_ptr<Filesystem> fs;
-
-  explicit Fixture(std::string prefix = "") {
-    ReadaheadOptions ro;
-    ro.fetch_threads = 4;
-    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
-    MetaOptions mo;
-    mo.prefix = prefix;
-    mo.ttl = 5s;
-    meta = std::make_unique<Metadata>(store, clock, mo);
-    FsOptions fo;
-    fo.bucket = "b";
-    fo.prefix = prefix;
-    fo.uid = 1000;
-    fo.gid = 100;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo);
-  }
+struct Fixture : testing::FsFixture {
+  explicit Fixture(std::string prefix = "")
+      : FsFixture(testing::FsFixtureOptions{.prefix = prefix}) {}
 
   // Resolves "a/b/c" from the root with lookups, as the kernel would.
   Result<Attr> resolve(const std::string& path) {

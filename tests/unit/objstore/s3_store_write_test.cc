@@ -44,19 +44,7 @@ std::string path_of(const ServerRequest& req) { return req.target.substr(0, req.
 // Decoded query parameters of a request ("uploads" -> "").
 std::map<std::string, std::string> query_of(const ServerRequest& req) {
   std::map<std::string, std::string> out;
-  size_t q = req.target.find('?');
-  if (q == std::string::npos) return out;
-  std::string query = req.target.substr(q + 1);
-  size_t pos = 0;
-  while (pos < query.size()) {
-    size_t amp = query.find('&', pos);
-    if (amp == std::string::npos) amp = query.size();
-    std::string pair = query.substr(pos, amp - pos);
-    size_t eq = pair.find('=');
-    out[*s3::url_decode(pair.substr(0, eq), false)] =
-        eq == std::string::npos ? "" : *s3::url_decode(pair.substr(eq + 1), false);
-    pos = amp + 1;
-  }
+  for (auto& [k, v] : warmfs::testing::query_params(req)) out[k] = v;
   return out;
 }
 
@@ -93,34 +81,7 @@ ServerReply head_reply(size_t size, const std::string& etag) {
 void check_signed(const ServerRequest& req) {
   const std::string hash = req.header("x-amz-content-sha256");
   if (hash != "UNSIGNED-PAYLOAD") CHECK(hash == s3::sha256_hex(bytes_of(req.body)));
-  const std::string auth = req.header("authorization");
-  size_t sh = auth.find("SignedHeaders=");
-  REQUIRE(sh != std::string::npos);
-  sh += 14;
-  std::string signed_list = auth.substr(sh, auth.find(',', sh) - sh);
-  s3::SigningRequest sr;
-  sr.method = req.method;
-  sr.path = path_of(req);
-  for (const auto& [k, v] : query_of(req)) sr.query.emplace_back(k, v);
-  size_t pos = 0;
-  while (pos < signed_list.size()) {
-    size_t semi = signed_list.find(';', pos);
-    if (semi == std::string::npos) semi = signed_list.size();
-    std::string name = signed_list.substr(pos, semi - pos);
-    sr.headers.emplace_back(name, req.header(name));
-    pos = semi + 1;
-  }
-  sr.payload_hash = hash;
-  s3::SigV4Signer signer("us-east-1", "s3", s3::PathMode::kS3);
-  const std::string d = req.header("x-amz-date");
-  REQUIRE(d.size() == 16);
-  auto secs = s3::parse_iso8601(fmt::format("{}-{}-{}T{}:{}:{}Z", d.substr(0, 4), d.substr(4, 2),
-                                            d.substr(6, 2), d.substr(9, 2), d.substr(11, 2),
-                                            d.substr(13, 2)));
-  REQUIRE(secs);
-  auto expected = signer.sign(sr, {kKeyId, kSecret, ""},
-                              std::chrono::system_clock::time_point(std::chrono::seconds(*secs)));
-  CHECK(expected.authorization == auth);
+  warmfs::testing::check_resigned(req);
 }
 
 }  // namespace

@@ -573,6 +573,10 @@ class GatedCache final : public BlockCache {
     std::lock_guard lock(mu_);
     return peak_;
   }
+  uint64_t waiting() {
+    std::lock_guard lock(mu_);
+    return waiting_;
+  }
 
  private:
   std::mutex mu_;
@@ -607,19 +611,36 @@ TEST_CASE("chunks waiting for a slow SSD tier hold read-ahead back beyond the al
       REQUIRE(r->read(c * kChunk, buf).is_ok());
       REQUIRE(std::memcmp(buf.data(), data.data() + c * kChunk, kChunk) == 0);
     }
-    std::this_thread::sleep_for(50ms);  // read-ahead that was going to start has started
+    // Every fetch the reads started has ended (its chunk waits at the gate): the count of
+    // chunks fetched is final.
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (path.counters().chunks_in_flight > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+    REQUIRE(path.counters().chunks_in_flight == 0);
   };
   // The disk takes nothing: every chunk fetched stays in a fetch thread, waiting. Demand
   // reads go on (they are never refused); read-ahead stops once the chunks waiting pass the
   // allowance and use up the budget. Unchecked, it stayed a window (16 chunks) ahead.
   read_to(0, 64);
+  // A fetch leaves the in-flight count before it hands its chunks to the disk: wait until
+  // every chunk fetched is at the gate.
+  {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (disk.waiting() < store.bytes_returned() &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
+  }
   const uint64_t ahead = store.bytes_returned() / kChunk - 64;
   INFO("chunks fetched ahead of the reader while the disk took nothing: " << ahead);
   CHECK(ahead <= 2);
   CHECK(path.counters().inflight_bytes > 0);  // the excess shows as budget in use
   // The disk takes them: read-ahead runs ahead again.
   disk.open();
-  std::this_thread::sleep_for(50ms);
+  // The chunks that waited are taken (the budget they held is free again).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (disk.waiting() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  REQUIRE(disk.waiting() == 0);
   read_to(64, 80);
   CHECK(store.bytes_returned() / kChunk > 80 + 4);
   CHECK(disk.peak() >= 64 * kChunk);
