@@ -41,30 +41,6 @@
 namespace warmfs::cli {
 namespace {
 
-struct Source {
-  std::string bucket;
-  std::string prefix;  // "" or "a/b/"
-};
-
-Result<Source> parse_source(const std::string& text) {
-  constexpr std::string_view kScheme = "s3://";
-  if (text.rfind(kScheme, 0) != 0) {
-    return Status(Errc::kInvalidArgument, "'" + text + "' is not of the form s3://BUCKET[/PREFIX]");
-  }
-  std::string rest = text.substr(kScheme.size());
-  Source s;
-  const size_t slash = rest.find('/');
-  s.bucket = rest.substr(0, slash);
-  if (s.bucket.empty()) return Status(Errc::kInvalidArgument, "'" + text + "' names no bucket");
-  if (slash != std::string::npos) {
-    std::string p = rest.substr(slash + 1);
-    while (!p.empty() && p.back() == '/') p.pop_back();
-    while (!p.empty() && p.front() == '/') p.erase(0, 1);
-    if (!p.empty()) s.prefix = p + "/";
-  }
-  return s;
-}
-
 S3Flags s3_flags(const MountArgs& a) {
   return S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
 }
@@ -114,7 +90,7 @@ void start_prefetch(const MountArgs& a, const std::string& mountpoint) {
   }).detach();
 }
 
-Result<Daemon> build_daemon(const MountArgs& a, const Source& src, S3Config config) {
+Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config config) {
   Clock& clock = SystemClock::instance();
   Daemon d;
   if (!config.credential_provider) WARMFS_RETURN_IF_ERROR(attach_credentials(a, config));
@@ -186,7 +162,7 @@ bool is_warmfs_mount(const std::string& path) {
   return mount && mount->fstype == "fuse.warmfs";
 }
 
-int serve(const MountArgs& a, const Source& src, S3Config config, const std::string& mountpoint,
+int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::string& mountpoint,
           int ready_fd) {
   prepare_process();
   auto daemon = build_daemon(a, src, std::move(config));
@@ -283,7 +259,7 @@ int run_mount(const MountArgs& args) {
     print_error("--memory-cache-size must be at least 16M");
     return kExitUsage;
   }
-  auto src = parse_source(a.source);
+  auto src = parse_s3_source(a.source);
   if (!src.is_ok()) {
     print_error(src.status().message());
     return kExitUsage;

@@ -111,4 +111,23 @@ Status check_bucket(const S3Config& config, const std::string& prefix) {
   return Status(page.code(), explain_check_failure(page.status(), what, store->config()));
 }
 
+Result<S3Source> parse_s3_source(const std::string& text) {
+  constexpr std::string_view kScheme = "s3://";
+  if (text.rfind(kScheme, 0) != 0) {
+    return Status(Errc::kInvalidArgument, "'" + text + "' is not of the form s3://BUCKET[/PREFIX]");
+  }
+  std::string rest = text.substr(kScheme.size());
+  S3Source s;
+  const size_t slash = rest.find('/');
+  s.bucket = rest.substr(0, slash);
+  if (s.bucket.empty()) return Status(Errc::kInvalidArgument, "'" + text + "' names no bucket");
+  if (slash != std::string::npos) {
+    std::string p = rest.substr(slash + 1);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    while (!p.empty() && p.front() == '/') p.erase(0, 1);
+    if (!p.empty()) s.prefix = p + "/";
+  }
+  return s;
+}
+
 }  // namespace warmfs::cli

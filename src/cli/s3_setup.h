@@ -14,6 +14,14 @@
 
 namespace warmfs::cli {
 
+// s3://BUCKET[/PREFIX], as mount and snapshot take it.
+struct S3Source {
+  std::string bucket;
+  std::string prefix;  // "" or "a/b/"
+};
+// kInvalidArgument, naming the text, for anything else.
+Result<S3Source> parse_s3_source(const std::string& text);
+
 // The flags mount and serve share.
 struct S3Flags {
   std::string endpoint;  // empty: AWS_ENDPOINT_URL_S3, then AWS_ENDPOINT_URL, then AWS's own

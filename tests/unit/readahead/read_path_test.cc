@@ -626,8 +626,7 @@ TEST_CASE("chunks waiting for a slow SSD tier hold read-ahead back beyond the al
   // every chunk fetched is at the gate.
   {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (disk.waiting() < store.bytes_returned() &&
-           std::chrono::steady_clock::now() < deadline)
+    while (disk.waiting() < store.bytes_returned() && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(1ms);
   }
   const uint64_t ahead = store.bytes_returned() / kChunk - 64;
