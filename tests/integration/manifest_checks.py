@@ -283,23 +283,25 @@ def model_problems(case, docs: list, schema=SCHEMA) -> list:
 
 # --- warmfs command lines ------------------------------------------------------------------------
 def cli_options_from_source() -> dict:
-    """{subcommand: {"options": {name: takes_value}, "positionals": n}} from src/cli/main.cc's
-    add_subcommand / add_option / add_flag calls."""
-    text = (REPO / "src" / "cli" / "main.cc").read_text()
-    var_to_sub = dict(re.findall(r'auto\*\s+(\w+)\s*=\s*app\.add_subcommand\("([\w-]+)"', text))
-    spec = {sub: {"options": {"--help": False, "-h": False}, "positionals": 0}
-            for sub in var_to_sub.values()}
-    for var, call, names in re.findall(r'\b(\w+)->(add_option|add_flag)\("([^"]+)"', text):
-        if var not in var_to_sub:
+    """{subcommand: {"options": {name: takes_value}, "positionals": n}} from
+    src/cli/command_line.cc: each XCommand::register_options adds its subcommand
+    (`app = parent.add_subcommand("name", ...)`) and its options (`app->add_option("...")`)."""
+    text = (REPO / "src" / "cli" / "command_line.cc").read_text()
+    spec = {}
+    blocks = re.split(r"\nvoid \w+::register_options\(CLI::App& parent\) \{", text)[1:]
+    for block in blocks:
+        block = block.split("\n}\n", 1)[0]
+        m = re.search(r'add_subcommand\(\s*"([\w-]+)"', block)
+        if not m:
             continue
-        sub = spec[var_to_sub[var]]
-        dashed = [n for n in names.split(",") if n.startswith("-")]
-        if not dashed:
-            sub["positionals"] += 1
-        for n in dashed:
-            sub["options"][n] = call == "add_option"
-    for sub in ("mount", "serve"):  # being added on another branch: HOST:PORT of /metrics
-        spec[sub]["options"].setdefault("--metrics-listen", True)
+        sub = spec.setdefault(m.group(1), {"options": {"--help": False, "-h": False},
+                                           "positionals": 0})
+        for call, names in re.findall(r'app->(add_option|add_flag)\(\s*"([^"]+)"', block):
+            dashed = [n for n in names.split(",") if n.startswith("-")]
+            if not dashed:
+                sub["positionals"] += 1
+            for n in dashed:
+                sub["options"][n] = call == "add_option"
     return spec
 
 
