@@ -67,18 +67,18 @@ def small(args):
           "files_per_s": len(paths) / secs})
 
 
-def shuffle(args):
-    names = Path(args.list).read_text().split()
-    paths = [os.path.join(args.root, n) for n in names]
+def loader_epoch(root, order, threads, publish, read_one):
+    """One epoch as a loader runs it: publish order first if asked, then `threads` workers
+    each take the next entry and read_one(i) it. Returns (results, seconds, publish seconds)."""
     start = time.monotonic()
-    if args.publish:
+    if publish:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
         import warmfs
-        warmfs.publish_order(args.root, names)
+        warmfs.publish_order(root, order)
     published = time.monotonic() - start
-    nxt = iter(range(len(paths)))
+    nxt = iter(range(len(order)))
     lock = threading.Lock()
-    sizes = [0] * len(paths)
+    results = [0] * len(order)
 
     def loader_worker():
         while True:
@@ -86,14 +86,21 @@ def shuffle(args):
                 i = next(nxt, None)
             if i is None:
                 return
-            sizes[i] = read_all(paths[i])
+            results[i] = read_one(i)
 
-    threads = [threading.Thread(target=loader_worker) for _ in range(args.threads)]
-    for t in threads:
+    workers = [threading.Thread(target=loader_worker) for _ in range(threads)]
+    for t in workers:
         t.start()
-    for t in threads:
+    for t in workers:
         t.join()
-    secs = time.monotonic() - start
+    return results, time.monotonic() - start, published
+
+
+def shuffle(args):
+    names = Path(args.list).read_text().split()
+    paths = [os.path.join(args.root, n) for n in names]
+    sizes, secs, published = loader_epoch(args.root, names, args.threads, args.publish,
+                                          lambda i: read_all(paths[i]))
     emit({"files": len(paths), "bytes": sum(sizes), "seconds": secs,
           "files_per_s": len(paths) / secs, "publish_s": published})
 
@@ -103,35 +110,17 @@ def records(args):
     for line in Path(args.list).read_text().splitlines():
         path, off, length = line.rsplit(" ", 2)
         entries.append((path, int(off), int(length)))
-    start = time.monotonic()
-    if args.publish:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
-        import warmfs
-        warmfs.publish_order(args.root, entries)
-    published = time.monotonic() - start
-    nxt = iter(range(len(entries)))
-    lock = threading.Lock()
-    got = [0] * len(entries)
 
-    def loader_worker():
-        while True:
-            with lock:
-                i = next(nxt, None)
-            if i is None:
-                return
-            path, off, length = entries[i]
-            fd = os.open(os.path.join(args.root, path), os.O_RDONLY)
-            try:
-                got[i] = len(os.pread(fd, length, off))
-            finally:
-                os.close(fd)
+    def read_record(i):
+        path, off, length = entries[i]
+        fd = os.open(os.path.join(args.root, path), os.O_RDONLY)
+        try:
+            return len(os.pread(fd, length, off))
+        finally:
+            os.close(fd)
 
-    threads = [threading.Thread(target=loader_worker) for _ in range(args.threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    secs = time.monotonic() - start
+    got, secs, published = loader_epoch(args.root, entries, args.threads, args.publish,
+                                         read_record)
     want = sum(e[2] for e in entries)
     if sum(got) != want:
         raise SystemExit(f"read {sum(got)} bytes of records, expected {want}")
