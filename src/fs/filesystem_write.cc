@@ -551,9 +551,11 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.copy(from, to, current.etag));
   Status removed = store_.remove(from);
   if (!removed.is_ok()) {
-    // Copied, not deleted: both names hold the bytes (docs/posix.md). A file replaced at the
-    // new name shows the copy, as the bucket has it, not its old version.
-    if (dst.is_ok()) {
+    // Copied, not deleted: both names hold the bytes (docs/posix.md). A file of the bucket
+    // replaced at the new name shows the copy, as the bucket has it, not its old version. A
+    // file created here and not uploaded yet (no ETag) was not in the bucket: the copy is
+    // taken back and that file stays as it was, its close still uploading it.
+    if (dst.is_ok() && !dst->etag.empty()) {
       if (auto replaced = find_staged(dst->ino)) replaced->discard();
       meta_.file_changed(dst->ino, info.size, info.etag, info.mtime_sec);
     } else if (Status undone = store_.remove(to); !undone.is_ok()) {

@@ -1055,4 +1055,21 @@ TEST_CASE("model test finding: a failed unlink keeps the open file's writes", "[
         }) == "");
 }
 
+TEST_CASE("model test finding: a failed rename onto a file not uploaded yet takes its copy back",
+          "[fs][model-fs]") {
+  // The destination was created here and still open (its close creates the object). The copy
+  // landed, the delete of the source failed. Before: the new file's staged copy was discarded
+  // as if the bucket's object had replaced it, so its close returned 0 and the bucket kept the
+  // source's bytes under its name.
+  CHECK(replay_text({
+            "mkdir id=1 path=d",
+            "create id=2 path=d/f access=rw",
+            "write id=3 h=2 off=3975 len=36666 data=1453714371",
+            "mkdir id=4 path=y",
+            "create id=5 path=y/b access=r",
+            "rename id=6 from=d/f to=y/b fault=fail:8:1:1 fault=slow:3:1491",
+            "close id=7 h=5",
+        }) == "");
+}
+
 }  // namespace warmfs
