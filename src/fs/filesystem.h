@@ -324,7 +324,12 @@ class Filesystem {
   // After an upload nobody can retry failed: unless a handle holds obj, the file goes back to
   // what the bucket holds (a file never uploaded leaves the namespace).
   void abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
-  Status rename_dir(const std::string& from_key, const std::string& to_key);
+  Status rename_dir(const std::string& from_key, const std::string& to_key, bool to_exists);
+  // A directory rename that failed: deletes the copies of the first `copied` keys whose
+  // source is still in the bucket, so the failure changes nothing there (best effort).
+  void take_back_copies(const std::vector<std::string>& keys, size_t copied,
+                        const std::string& from_key, const std::string& to_key, bool to_exists,
+                        bool sources_intact);
   // Puts a whole object made here (symlink, special file) with these attributes.
   Result<Attr> put_node(uint64_t parent, std::string_view name, std::string_view body,
                         const ObjectAttrs& attrs);

@@ -4,6 +4,8 @@
 #include <linux/fs.h>
 #include <sys/stat.h>
 
+#include <set>
+
 #include "common/log.h"
 #include "fs/filesystem.h"
 
@@ -468,9 +470,11 @@ Status Filesystem::rmdir(uint64_t parent, std::string_view name) {
   return Status::ok();
 }
 
-Status Filesystem::rename_dir(const std::string& from_key, const std::string& to_key) {
+Status Filesystem::rename_dir(const std::string& from_key, const std::string& to_key,
+                              bool to_exists) {
   // Every key under the prefix, copied then deleted: not atomic (docs/posix.md). Copies go
-  // first, so a failure part way leaves every object at least at its old name.
+  // first, so a failure part way leaves every object at least at its old name; the copies of
+  // objects still at their old name are then taken back.
   std::vector<std::string> keys;
   ListRequest req{from_key, "", "", 1000};
   while (true) {
@@ -479,15 +483,19 @@ Status Filesystem::rename_dir(const std::string& from_key, const std::string& to
     if (!page.truncated) break;
     req.continuation_token = page.next_token;
   }
-  for (const std::string& k : keys) {
-    WARMFS_ASSIGN_OR_RETURN(ObjectInfo copied,
-                            store_.copy(k, to_key + k.substr(from_key.size()), ""));
-    (void)copied;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto copied = store_.copy(keys[i], to_key + keys[i].substr(from_key.size()), "");
+    if (!copied.is_ok()) {
+      take_back_copies(keys, i, from_key, to_key, to_exists, true);
+      return std::move(copied).take_status();
+    }
   }
-  WARMFS_ASSIGN_OR_RETURN(std::vector<DeleteError> failed, store_.remove_many(keys));
-  if (!failed.empty()) {
-    return Status(Errc::kIo, "renamed, but could not delete " + failed.front().key + ": " +
-                                 failed.front().code);
+  auto removed = store_.remove_many(keys);
+  if (!removed.is_ok() || !removed->empty()) {
+    take_back_copies(keys, keys.size(), from_key, to_key, to_exists, false);
+    if (!removed.is_ok()) return std::move(removed).take_status();
+    return Status(Errc::kIo, "renamed, but could not delete " + removed->front().key + ": " +
+                                 removed->front().code);
   }
   // Staged files below now live under the new prefix.
   std::lock_guard lock(writes_mu_);
@@ -496,6 +504,41 @@ Status Filesystem::rename_dir(const std::string& from_key, const std::string& to
     if (k.rfind(from_key, 0) == 0) e.object->set_key(to_key + k.substr(from_key.size()));
   }
   return Status::ok();
+}
+
+void Filesystem::take_back_copies(const std::vector<std::string>& keys, size_t copied,
+                                  const std::string& from_key, const std::string& to_key,
+                                  bool to_exists, bool sources_intact) {
+  // After a failed delete some sources may be gone: their copy is the object now, and stays.
+  std::set<std::string> present;
+  if (sources_intact) {
+    present.insert(keys.begin(), keys.begin() + long(copied));
+  } else {
+    ListRequest req{from_key, "", "", 1000};
+    while (true) {
+      auto page = store_.list(req);
+      if (!page.is_ok()) {
+        log::warn("rename of {:?} failed, and its copies under {:?} stay: {}", from_key, to_key,
+                  page.status().to_string());
+        return;
+      }
+      for (auto& o : page->objects) present.insert(std::move(o.key));
+      if (!page->truncated) break;
+      req.continuation_token = page->next_token;
+    }
+  }
+  std::vector<std::string> copies;
+  for (size_t i = 0; i < copied; ++i) {
+    const std::string to = to_key + keys[i].substr(from_key.size());
+    if (to_exists && to == to_key) continue;  // the replaced directory's own marker
+    if (present.count(keys[i]) != 0) copies.push_back(to);
+  }
+  if (copies.empty()) return;
+  auto undone = store_.remove_many(copies);
+  if (!undone.is_ok() || !undone->empty()) {
+    log::warn("rename of {:?} failed, and some of its copies under {:?} stay: {}", from_key, to_key,
+              undone.is_ok() ? undone->front().key : undone.status().to_string());
+  }
 }
 
 Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_parent,
@@ -538,7 +581,12 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
       }
     }
     for (auto& [ino, obj] : below) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(ino, obj)));
-    WARMFS_RETURN_IF_ERROR(rename_dir(from, to));
+    if (Status st = rename_dir(from, to, dst.is_ok()); !st.is_ok()) {
+      // Copies it could not take back show as the bucket has them.
+      meta_.forget_listing(parent);
+      meta_.forget_listing(new_parent);
+      return st;
+    }
     meta_.renamed(parent, name, new_parent, new_name);
     return Status::ok();
   }
@@ -560,8 +608,9 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
       meta_.file_changed(dst->ino, info.size, info.etag, info.mtime_sec);
     } else if (Status undone = store_.remove(to); !undone.is_ok()) {
       // Nothing was at the new name: the copy is taken back, so that the failed rename
-      // changes nothing; if that fails too, the copy shows once the listing is refreshed.
+      // changes nothing; if that fails too, the mount lists the directory again and shows it.
       log::warn("rename of {:?} failed, and its copy {:?} stays: {}", from, to, undone.to_string());
+      meta_.forget_listing(new_parent);
     }
     return removed;
   }

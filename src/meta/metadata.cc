@@ -434,6 +434,13 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
   edit_listing_locked(std::string(dir_name(*path)), name, nullptr);
 }
 
+void Metadata::forget_listing(uint64_t dir_ino) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(dir_ino);
+  if (it == nodes_.end() || !it->second.is_dir) return;
+  listings_.erase(it->second.path);
+}
+
 void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
                        std::string_view new_name) {
   std::lock_guard lock(mu_);

@@ -171,6 +171,9 @@ class Metadata {
   void local_abandoned(uint64_t ino);
   // The entry is gone from the bucket (unlink, rmdir).
   void removed(uint64_t parent, std::string_view name);
+  // The bucket may have changed in the directory in ways this mount did not follow (a failed
+  // rename's copies stayed): its cached listing goes, and the next lookup or readdir lists it.
+  void forget_listing(uint64_t dir_ino);
   // The entry moved (rename): its node, and for a directory every node below, take the new
   // path; a node at the destination is replaced.
   void renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
