@@ -142,10 +142,14 @@ Result<size_t> StagedObject::write(uint64_t offset, std::span<const std::byte> d
     return Status(Errc::kInvalidArgument, "file too large for one object");
   }
   int fd;
+  uint64_t from;
   {
     std::lock_guard lock(mu_);
     if (!staged_) return Status(Errc::kInternal, "write to an object that is not staged");
-    bump_locked(offset, end);  // before: an upload reading the part now will not count
+    // A write past the end changes the hole before it too: the part that held the old end
+    // grows (an upload of it taken while the file was shorter no longer counts).
+    from = std::min(offset, size_);
+    bump_locked(from, end);  // before: an upload reading the part now will not count
     ++gen_;
     fd = fd_.get();
   }
@@ -162,7 +166,8 @@ Result<size_t> StagedObject::write(uint64_t offset, std::span<const std::byte> d
     done += static_cast<size_t>(w);
   }
   std::lock_guard lock(mu_);
-  bump_locked(offset, end);  // after: an upload that read the part meanwhile will not count
+  from = std::min(from, size_);
+  bump_locked(from, end);  // after: an upload that read the part meanwhile will not count
   ++gen_;
   mtime_sec_ = now_sec();
   if (done == 0) return failure;
@@ -404,6 +409,11 @@ Result<ObjectInfo> StagedObject::flush_multipart(std::unique_lock<std::mutex>& l
     ensure_parts_locked(parts);
     bool all_clean = true;
     for (int n = 1; n <= parts; ++n) {
+      // A part uploaded while the object was shorter is not this object's part.
+      const uint64_t want =
+          std::min(up_.options_.plan.part_size(n), size_ - up_.options_.plan.part_offset(n));
+      if (!part_dirty(n) && !parts_[n - 1].inflight && parts_[n - 1].size != want)
+        ++parts_[n - 1].gen;
       if (part_dirty(n)) {
         all_clean = false;
         if (!parts_[n - 1].inflight) submit_part_locked(n);

@@ -392,11 +392,11 @@ class Harness {
         return r.is_ok() ? 0 : to_errno(r.status());
       }
       case Kind::kFsync:
-        return to_errno(fs_->flush(*h->fh));
+        return flush_errno(*h->fh);
       case Kind::kClose: {
         // close(): FUSE's flush (for handles the core opened for writing, as the adapter's
         // op_flush), then release, whatever flush said.
-        const int e = h->fh->writable() ? to_errno(fs_->flush(*h->fh)) : 0;
+        const int e = h->fh->writable() ? flush_errno(*h->fh) : 0;
         fs_->release(std::move(h->fh));
         return e;
       }
@@ -599,6 +599,12 @@ class Harness {
     }
   }
 
+  int flush_errno(FileHandle& fh) {
+    Status st = fs_->flush(fh);
+    if (!st.is_ok()) last_flush_error_ = st.to_string();
+    return to_errno(st);
+  }
+
   void sync_all() {
     for (auto& h : handles_) {
       const int e = h.fh->writable() ? to_errno(fs_->flush(*h.fh)) : 0;
@@ -774,8 +780,10 @@ class Harness {
     } else {
       std::string want;
       for (int e : ex.errnos) want += (want.empty() ? "" : " or ") + std::to_string(e);
+      const bool flushed = op.kind == Kind::kClose || op.kind == Kind::kFsync;
       return failed("errno " + std::to_string(err) + " (" + std::strerror(err) + "), expected " +
-                    want + (faulted ? " (a fault acted)" : ""));
+                    want + (faulted ? " (a fault acted)" : "") +
+                    (flushed && err != 0 ? "; the flush said: " + last_flush_error_ : ""));
     }
     if (op.kind == Kind::kRead && err == 0) {
       const std::string& c = *ex.after.file(*hpath).content;
@@ -865,6 +873,7 @@ class Harness {
   std::vector<std::string> log_;
   std::vector<Operation> ops_;
   std::string error_;
+  std::string last_flush_error_;  // what the last flush that failed said, for failure reports
   Stats stats_;
 };
 

@@ -249,6 +249,40 @@ TEST_CASE("staged object: discard while the multipart upload is being created do
   CHECK(f.bucket.upload_count() == 0);
 }
 
+TEST_CASE("staged object: a part uploaded while the file was shorter goes up again when it grows",
+          "[upload]") {
+  // A part queued while the file was long is read after a truncate made it short (the
+  // CreateMultipartUpload before it is slow); a write far past the end then makes the file
+  // long again. That part must not go into the object at its short length (S3 refuses a
+  // non-last part under 5 MiB, and the bytes would be wrong anyway).
+  Fixture f;
+  f.store.set_delay(Op::kCreateMultipart, std::chrono::milliseconds(300));
+  auto obj = f.uploader->make("grown");
+  REQUIRE(obj->stage_empty().is_ok());
+  std::vector<std::byte> shadow = bytes_of(7 * kMiB, 21);
+  REQUIRE(obj->write(0, shadow).is_ok());  // part 1 is full and behind the writer: queued
+  for (int i = 0; i < 400 && f.store.call_count(Op::kCreateMultipart) == 0; ++i) ::usleep(1000);
+  REQUIRE(f.store.call_count(Op::kCreateMultipart) == 1);
+  REQUIRE(obj->truncate(3 * kMiB).is_ok());  // while the upload is being created
+  shadow.resize(3 * kMiB);
+  const auto mid = bytes_of(kMiB, 22);
+  REQUIRE(obj->write(3 * kMiB + kMiB / 2, mid).is_ok());
+  shadow.resize(3 * kMiB + kMiB / 2);
+  shadow.insert(shadow.end(), mid.begin(), mid.end());
+  // The queued part goes up, read at the file's short length.
+  for (int i = 0; i < 5000 && f.store.call_count(Op::kUploadPart) == 0; ++i) ::usleep(1000);
+  REQUIRE(f.store.call_count(Op::kUploadPart) == 1);
+  for (int i = 0; i < 5000 && f.store.in_flight() != 0; ++i) ::usleep(1000);
+  REQUIRE(f.store.in_flight() == 0);
+  const auto tail = bytes_of(kMiB, 23);
+  REQUIRE(obj->write(12 * kMiB, tail).is_ok());
+  shadow.resize(12 * kMiB);
+  shadow.insert(shadow.end(), tail.begin(), tail.end());
+  auto r = obj->flush();
+  REQUIRE(r.is_ok());
+  CHECK(f.in_bucket("grown") == shadow);
+}
+
 TEST_CASE("staging area: a dead mount's open uploads are aborted by the next one", "[upload]") {
   Fixture f;
   auto id = f.bucket.create_multipart("orphan");
