@@ -774,7 +774,8 @@ class Harness {
       }
       if (!writers) candidates.push_back(reverted_to_bucket(*hpath));
     } else if (faulted && err == EIO) {
-      candidates.push_back(ex.after);
+      // (A failed fsync changes nothing: its "after" would count the data durable.)
+      if (op.kind != Kind::kFsync) candidates.push_back(ex.after);
       candidates.push_back(tree_);
       if (op.kind == Kind::kRename) record_leftovers(op);
     } else {
@@ -1120,6 +1121,20 @@ TEST_CASE("model test finding: a directory rename that failed leaves what the bu
             "mkdir id=3 path=b",
             "rename id=4 from=a/c to=b/d noreplace fault=fail:9:1:0",
             "create id=5 path=b/d access=rw",
+        }) == "");
+}
+
+TEST_CASE("model test finding: a failed fsync makes nothing durable", "[fs][model-fs]") {
+  // Before, the model counted the data of an fsync that failed as durable, and so expected the
+  // last close that failed after it to leave the file with that data, not with the bucket's.
+  CHECK(replay_text({
+            "mkdir id=1 path=a",
+            "create id=2 path=a/f access=r excl",
+            "sync id=3",
+            "open id=4 path=a/f access=rw",
+            "write id=5 h=4 off=117151 len=31431 data=269727534",
+            "fsync id=6 h=4 fault=fail:5:2:2",
+            "close id=7 h=4 fault=fail:6:1:0 fault=fail:2:1:2",
         }) == "");
 }
 
