@@ -604,8 +604,11 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
     // file created here and not uploaded yet (no ETag) was not in the bucket: the copy is
     // taken back and that file stays as it was, its close still uploading it.
     if (dst.is_ok() && !dst->etag.empty()) {
+      // The copy replaced the file at the new name, as the rename would have: that file's
+      // open handles write into nothing, and the name is the copy, listed afresh.
       if (auto replaced = find_staged(dst->ino)) replaced->discard();
-      meta_.file_changed(dst->ino, info.size, info.etag, info.mtime_sec);
+      meta_.removed(new_parent, new_name);
+      meta_.forget_listing(new_parent);
     } else if (Status undone = store_.remove(to); !undone.is_ok()) {
       // Nothing was at the new name: the copy is taken back, so that the failed rename
       // changes nothing; if that fails too, the mount lists the directory again and shows it.

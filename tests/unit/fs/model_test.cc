@@ -481,12 +481,9 @@ class Harness {
       if (it->second.is_dir || it->second.size != (*l.content)->size()) continue;
       auto bytes = contents(l.path);
       if (!bytes.is_ok() || *bytes != **l.content) continue;
-      if (t.is_file(l.path)) {
-        t.file(l.path).content = *l.content;
-        t.file(l.path).durable = *l.content;
-      } else {
-        t.nodes[l.path] = model::File{next_id_++, *l.content, *l.content};
-      }
+      // A file the copy replaced is gone, as if the rename had replaced it: its handles are
+      // of a deleted file.
+      t.nodes[l.path] = model::File{next_id_++, *l.content, *l.content};
     }
   }
 
@@ -1135,6 +1132,25 @@ TEST_CASE("model test finding: a failed fsync makes nothing durable", "[fs][mode
             "write id=5 h=4 off=117151 len=31431 data=269727534",
             "fsync id=6 h=4 fault=fail:5:2:2",
             "close id=7 h=4 fault=fail:6:1:0 fault=fail:2:1:2",
+        }) == "");
+}
+
+TEST_CASE("model test finding: a failed rename's copy replaces an open file at the new name",
+          "[fs][model-fs]") {
+  // The copy landed over an uploaded file held open, the delete of the source failed. Before,
+  // the file kept its node with its staged bytes discarded: the mount showed its old size,
+  // and its close returned 0 with the copy in the bucket. Now the name is the copy, and the
+  // old file's handles are those of a replaced file, as after a rename that succeeded.
+  CHECK(replay_text({
+            "mkdir id=1 path=y",
+            "mkdir id=2 path=y/c",
+            "create id=3 path=y/c/a access=r",
+            "create id=4 path=y/x access=rw append",
+            "open id=5 path=y/x access=rw append",
+            "append id=6 h=5 len=3879 data=967452867",
+            "fsync id=7 h=5",
+            "rename id=8 from=y/c/a to=y/x fault=fail:8:1:1",
+            "close id=9 h=5",
         }) == "");
 }
 
