@@ -224,6 +224,9 @@ class Filesystem {
   // fsync() and close(): ok only once the bucket holds every byte written through the inode.
   // EIO (ENOSPC where that is the cause) otherwise; the staged copy stays for a retry.
   Status flush(FileHandle& handle);
+  // fsync(): as flush(), through any handle of the file, read-only ones too (POSIX: fsync
+  // makes the file's data durable, whoever wrote it).
+  Status fsync(FileHandle& handle);
   // The handle's last close: uploads what no flush did, then lets go of the write state.
   void release(std::unique_ptr<FileHandle> handle);
   // truncate, utimens, chmod/chown. handle: the open file (ftruncate), or null.

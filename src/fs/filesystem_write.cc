@@ -191,6 +191,13 @@ Status Filesystem::flush(FileHandle& handle) {
   return do_flush(handle.ino(), handle.staged());
 }
 
+Status Filesystem::fsync(FileHandle& handle) {
+  if (handle.control() || handle.staged()) return flush(handle);
+  auto obj = find_staged(handle.ino());
+  if (!obj) return Status::ok();
+  return do_flush(handle.ino(), obj);
+}
+
 void Filesystem::abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj) {
   {
     std::lock_guard lock(writes_mu_);

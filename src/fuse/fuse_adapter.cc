@@ -319,7 +319,7 @@ void op_flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
 
 void op_fsync(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/, fuse_file_info* fi) {
   auto* handle = reinterpret_cast<FileHandle*>(fi->fh);
-  reply_status(req, session_of(req).fs.flush(*handle));
+  reply_status(req, session_of(req).fs.fsync(*handle));
 }
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
