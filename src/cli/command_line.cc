@@ -270,7 +270,7 @@ void PlanCommand::register_options(CLI::App& parent) {
   app->add_option("--epochs", args.epochs, "Epochs to plan for (default 1)")
       ->check(CLI::Range(1u, 100000u));
   app->add_option("--jobs", args.jobs, "Jobs reading the dataset at once, each on its own nodes")
-      ->check(CLI::Range(1u, 100000u));
+      ->check(CLI::Range(1u, 1000u));
   app->add_option("--nodes", args.nodes, "Nodes per job; each reads its share of every epoch")
       ->check(CLI::Range(1u, 100000u));
   app->add_option("--memory-cache-size", memory_cache_size,

@@ -117,7 +117,7 @@ std::string pct(double v) { return fmt::format("{:.0f}%", 100 * v); }
 // Epoch rows shown: all up to 6, else 1-4 and the mean of the rest.
 struct Row {
   std::string label;
-  double seconds = 0, bucket = 0, mem = 0, ssd = 0, server = 0;
+  double seconds = 0, bucket = 0, mem = 0, ssd = 0, server = 0, worst = 0;
 };
 
 std::vector<Row> rows_of(const plan::Scenario& s) {
@@ -128,8 +128,8 @@ std::vector<Row> rows_of(const plan::Scenario& s) {
   const size_t shown = s.epochs.size() <= 6 ? s.epochs.size() : 4;
   for (size_t i = 0; i < shown; ++i) {
     const plan::EpochPlan& e = s.epochs[i];
-    rows.push_back(Row{std::to_string(e.epoch), e.seconds, e.bucket_bytes, e.memory_hit,
-                       e.ssd_hit, e.server_hit});
+    rows.push_back(Row{std::to_string(e.epoch), e.seconds, e.bucket_bytes, e.memory_hit, e.ssd_hit,
+                       e.server_hit, e.worst_hit});
   }
   if (shown < s.epochs.size()) {
     Row r{fmt::format("{}-{} each", shown + 1, s.epochs.size())};
@@ -141,6 +141,7 @@ std::vector<Row> rows_of(const plan::Scenario& s) {
       r.mem += e.memory_hit / n;
       r.ssd += e.ssd_hit / n;
       r.server += e.server_hit / n;
+      r.worst += e.worst_hit / n;
     }
     rows.push_back(r);
   }
@@ -148,11 +149,14 @@ std::vector<Row> rows_of(const plan::Scenario& s) {
 }
 
 nlohmann::json to_json(const std::string& what, const plan::Dataset& d, const plan::Cluster& c,
-                       const plan::Rates& r, const plan::BucketProbe& bp,
-                       const plan::DiskProbe& dp, const PlanArgs& a, const plan::Plan& p) {
+                       const plan::Rates& r, const plan::BucketProbe& bp, const plan::DiskProbe& dp,
+                       const PlanArgs& a, const plan::Plan& p) {
   nlohmann::json j;
-  j["dataset"] = {{"source", what},     {"objects", d.objects},   {"bytes", d.bytes},
-                  {"chunks", d.chunks}, {"requests", d.requests}};
+  j["dataset"] = {{"source", what},
+                  {"objects", d.objects},
+                  {"bytes", d.bytes},
+                  {"chunks", d.chunks},
+                  {"requests", d.requests}};
   j["probe"] = {{"bucket",
                  {{"first_byte_seconds", bp.first_byte_sec},
                   {"requests_per_second", bp.requests_per_sec},
@@ -167,17 +171,17 @@ nlohmann::json to_json(const std::string& what, const plan::Dataset& d, const pl
                   {"read_bytes_per_second", dp.read_bytes_per_sec},
                   {"read_block_bytes", dp.read_block_bytes},
                   {"direct", dp.direct}}}};
-  j["cluster"] = {{"epochs", c.epochs},
-                  {"jobs", c.jobs},
-                  {"nodes", c.nodes},
-                  {"memory_cache_bytes", a.memory_cache_bytes},
-                  {"memory_tier_bytes", c.memory_tier_bytes},
-                  {"ssd_bytes", c.ssd_bytes},
-                  {"ssd_usable_bytes", plan::ssd_usable_bytes(
-                                           c.ssd_bytes, d.chunks ? d.bytes / d.chunks : 1)},
-                  {"server_ssd_bytes", c.server_ssd_bytes},
-                  {"server_memory_tier_bytes", c.server_memory_bytes},
-                  {"server_bytes_per_second", r.server_bytes_per_sec}};
+  j["cluster"] = {
+      {"epochs", c.epochs},
+      {"jobs", c.jobs},
+      {"nodes", c.nodes},
+      {"memory_cache_bytes", a.memory_cache_bytes},
+      {"memory_tier_bytes", c.memory_tier_bytes},
+      {"ssd_bytes", c.ssd_bytes},
+      {"ssd_usable_bytes", plan::ssd_usable_bytes(c.ssd_bytes, d.chunks ? d.bytes / d.chunks : 1)},
+      {"server_ssd_bytes", c.server_ssd_bytes},
+      {"server_memory_tier_bytes", c.server_memory_bytes},
+      {"server_bytes_per_second", r.server_bytes_per_sec}};
   nlohmann::json scenarios = nlohmann::json::array();
   for (const plan::Scenario& s : p.scenarios) {
     nlohmann::json sj = {{"name", s.name}, {"title", s.title}, {"feasible", s.feasible}};
@@ -199,7 +203,8 @@ nlohmann::json to_json(const std::string& what, const plan::Dataset& d, const pl
                          {{"memory", e.memory_hit},
                           {"ssd", e.ssd_hit},
                           {"local", e.local_hit()},
-                          {"server", e.server_hit}}}});
+                          {"server", e.server_hit},
+                          {"worst", e.worst_hit}}}});
     }
     sj["epochs"] = epochs;
     scenarios.push_back(sj);
@@ -221,13 +226,14 @@ void print_table(const std::string& what, const plan::Dataset& d, const plan::Cl
   std::printf("disk      %s: write %s, read %s (%s blocks%s)\n", a.cache_dir.c_str(),
               rate(dp.write_bytes_per_sec).c_str(), rate(dp.read_bytes_per_sec).c_str(),
               format_size(dp.read_block_bytes).c_str(), dp.direct ? ", O_DIRECT" : "");
-  std::printf("cluster   %u epochs, %u job(s) x %u node(s); per node: memory tier %s, SSD %s; "
-              "cache server: %s\n\n",
-              c.epochs, c.jobs, c.nodes, format_size(c.memory_tier_bytes).c_str(),
-              c.ssd_bytes ? format_size(c.ssd_bytes).c_str() : "none",
-              c.server_ssd_bytes ? format_size(c.server_ssd_bytes).c_str() : "none");
-  std::printf("%-26s %-9s %10s %12s %5s %5s %6s %6s\n", "scenario", "epoch", "seconds",
-              "from bucket", "mem", "ssd", "server", "local");
+  std::printf(
+      "cluster   %u epochs, %u job(s) x %u node(s); per node: memory tier %s, SSD %s; "
+      "cache server: %s\n\n",
+      c.epochs, c.jobs, c.nodes, format_size(c.memory_tier_bytes).c_str(),
+      c.ssd_bytes ? format_size(c.ssd_bytes).c_str() : "none",
+      c.server_ssd_bytes ? format_size(c.server_ssd_bytes).c_str() : "none");
+  std::printf("%-26s %-9s %10s %12s %5s %5s %6s %6s %6s\n", "scenario", "epoch", "seconds",
+              "from bucket", "mem", "ssd", "server", "local", "worst");
   for (const plan::Scenario& s : p.scenarios) {
     if (!s.feasible) {
       std::printf("%-26s not possible: %s\n", s.title.c_str(), s.why_not.c_str());
@@ -235,10 +241,11 @@ void print_table(const std::string& what, const plan::Dataset& d, const plan::Cl
     }
     bool first = true;
     for (const Row& r : rows_of(s)) {
-      std::printf("%-26s %-9s %10.1f %12s %5s %5s %6s %6s\n", first ? s.title.c_str() : "",
+      std::printf("%-26s %-9s %10.1f %12s %5s %5s %6s %6s %6s\n", first ? s.title.c_str() : "",
                   r.label.c_str(), r.seconds, bytes_text(r.bucket).c_str(), pct(r.mem).c_str(),
                   pct(r.ssd).c_str(), pct(r.server).c_str(),
-                  pct(s.name == "cache-server" ? r.server : r.mem + r.ssd).c_str());
+                  pct(s.name == "cache-server" ? r.server : r.mem + r.ssd).c_str(),
+                  pct(r.worst).c_str());
       first = false;
     }
     std::printf("%-26s %-9s %10.1f %12s\n", "", "total", s.total_seconds(),
@@ -273,8 +280,9 @@ int run_plan(const PlanArgs& a) {
     print_error(store.status().message());
     return kExitFailure;
   }
-  Result<Manifest> manifest = file_manifest.has_value() ? Result<Manifest>(std::move(*file_manifest))
-                                                        : list_dataset(*src, **store);
+  Result<Manifest> manifest = file_manifest.has_value()
+                                  ? Result<Manifest>(std::move(*file_manifest))
+                                  : list_dataset(*src, **store);
   if (!manifest.is_ok()) {
     print_error(fmt::format("cannot list {}: {}", src->what, manifest.status().message()));
     return kExitFailure;
@@ -305,6 +313,7 @@ int run_plan(const PlanArgs& a) {
   r.first_byte_sec = bp->first_byte_sec;
   r.disk_read_bytes_per_sec = dp->read_bytes_per_sec;
   r.disk_write_bytes_per_sec = dp->write_bytes_per_sec;
+  r.server_bytes_per_sec = dp->read_bytes_per_sec;  // a server's disk like this one's
   plan::Cluster c;
   c.epochs = a.epochs;
   c.jobs = a.jobs;

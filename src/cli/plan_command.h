@@ -20,9 +20,9 @@ struct PlanArgs {
   uint32_t epochs = 1;
   uint32_t jobs = 1;
   uint32_t nodes = 1;
-  uint64_t memory_cache_bytes = 1ull << 30;  // each node's --memory-cache-size (mount's default)
-  uint64_t cache_size_bytes = 0;             // each node's SSD tier; 0: none
-  uint64_t server_cache_bytes = 0;           // a shared cache server's SSD tier; 0: none
+  uint64_t memory_cache_bytes = 1ull << 30;   // each node's --memory-cache-size (mount's default)
+  uint64_t cache_size_bytes = 0;              // each node's SSD tier; 0: none
+  uint64_t server_cache_bytes = 0;            // a shared cache server's SSD tier; 0: none
   uint64_t server_memory_bytes = 1ull << 30;  // its --memory-cache-size (serve's default)
   std::string cache_dir = "/var/tmp";         // where the disk is probed
   uint32_t inflight = 64;                     // requests in flight (the mount's fetch threads)

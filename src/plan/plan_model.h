@@ -51,23 +51,23 @@ struct Rates {
 
 struct Cluster {
   uint32_t epochs = 1;
-  uint32_t jobs = 1;   // jobs reading the dataset at once, each on its own nodes
-  uint32_t nodes = 1;  // nodes per job
-  uint64_t memory_tier_bytes = 0;   // each node's memory tier (its share of --memory-cache-size)
-  uint64_t ssd_bytes = 0;           // each node's SSD tier (and its room for a staged copy)
-  uint64_t server_ssd_bytes = 0;    // one shared cache server's SSD tier; 0: none
-  uint64_t server_memory_bytes = 0; // its memory tier
+  uint32_t jobs = 1;                 // jobs reading the dataset at once, each on its own nodes
+  uint32_t nodes = 1;                // nodes per job
+  uint64_t memory_tier_bytes = 0;    // each node's memory tier (its share of --memory-cache-size)
+  uint64_t ssd_bytes = 0;            // each node's SSD tier (and its room for a staged copy)
+  uint64_t server_ssd_bytes = 0;     // one shared cache server's SSD tier; 0: none
+  uint64_t server_memory_bytes = 0;  // its memory tier
 };
 
 // ---- hit ratios ----------------------------------------------------------------------
 
-inline constexpr uint64_t kRegionBytes = 64ull << 20;   // SsdCacheOptions::region_bytes
-inline constexpr uint64_t kChunkBytes = 1ull << 20;     // kDefaultChunkSize
-inline constexpr uint64_t kRecordTrailer = 32;          // ssd_record::kTrailerBytes
-inline constexpr uint64_t kRecordAlign = 4096;          // SsdCache::kDirectAlign
-inline constexpr uint64_t kMaxSimChunks = 1ull << 17;   // above: simulated scaled down
-inline constexpr uint32_t kMaxSimRegions = 256;         // above: fewer, larger regions
-inline constexpr uint32_t kMaxSimEpochs = 8;            // later epochs: the mean of 2..8
+inline constexpr uint64_t kRegionBytes = 64ull << 20;  // SsdCacheOptions::region_bytes
+inline constexpr uint64_t kChunkBytes = 1ull << 20;    // kDefaultChunkSize
+inline constexpr uint64_t kRecordTrailer = 32;         // ssd_record::kTrailerBytes
+inline constexpr uint64_t kRecordAlign = 4096;         // SsdCache::kDirectAlign
+inline constexpr uint64_t kMaxSimChunks = 1ull << 17;  // above: simulated scaled down
+inline constexpr uint32_t kMaxSimRegions = 256;        // above: fewer, larger regions
+inline constexpr uint32_t kMaxSimEpochs = 8;           // later epochs: the mean of 2..8
 
 struct CacheSim {
   uint64_t dataset_chunks = 0;
@@ -86,10 +86,21 @@ struct EpochHits {
   double memory = 0;  // of all chunk reads, the share the memory tier served
   double ssd = 0;     // the share the SSD tier served
   double local() const { return memory + ssd; }
+  // The lowest local share among the replays: what an unlucky set of chunk hashes gives.
+  double worst_local = 0;
 };
 
-// One entry per epoch (cache.epochs of them), from a replay through warmfs's policies.
+// Replays with different hashes and shuffles: what the SSD tier keeps depends on which keys
+// collide in its frequency sketch, and with few regions one inflated estimate evicts a whole
+// region, so single replays of the same setup differ.
+inline constexpr uint32_t kSimReplays = 5;
+
+// One entry per epoch (cache.epochs of them): the median replay's shares (by local share),
+// from kSimReplays replays through warmfs's policies (seeds cache.seed and up).
 std::vector<EpochHits> simulate_cache(const CacheSim& cache);
+
+// One replay with cache.seed.
+std::vector<EpochHits> simulate_cache_once(const CacheSim& cache);
 
 // An LRU cache holding `ratio` (cache / dataset) of a dataset read in a fresh uniform shuffle
 // every epoch: the share of reads it serves after the first epoch, c + (1 - c) ln(1 - c)
@@ -114,6 +125,7 @@ struct EpochPlan {
   double ssd_hit = 0;
   double server_hit = 0;
   double local_hit() const { return memory_hit + ssd_hit; }
+  double worst_hit = 0;  // the lowest local (or server) share among the replays
 };
 
 struct Scenario {
