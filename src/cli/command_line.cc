@@ -280,6 +280,8 @@ void PlanCommand::register_options(CLI::App& parent) {
                   "SSD tier of one cache server shared by all nodes (default: none)");
   app->add_option("--server-memory-size", server_memory_size,
                   "That server's --memory-cache-size (default 1G)");
+  app->add_option("--server-rate", server_rate,
+                  "Bytes a second that server serves all nodes, e.g. 2G (default: the disk's)");
   app->add_option("--cache-dir", args.cache_dir,
                   "Where to measure the local disk (default /var/tmp)");
   app->add_option("--inflight", args.inflight, "Requests in flight in the probe (default 64)")
@@ -309,6 +311,10 @@ void PlanCommand::finish() {
   }
   args.server_memory_bytes =
       size_option("--server-memory-size", server_memory_size, "a size of at least 16M", 16 * kMiB);
+  if (!server_rate.empty()) {
+    args.server_rate_bytes =
+        size_option("--server-rate", server_rate, "a rate in bytes a second, like 2G");
+  }
   args.probe_seconds = probe_seconds;
 }
 

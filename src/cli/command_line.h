@@ -87,7 +87,8 @@ struct SnapshotCommand {
 struct PlanCommand {
   CLI::App* app = nullptr;
   PlanArgs args;
-  std::string memory_cache_size = "1G", cache_size, server_cache_size, server_memory_size = "1G";
+  std::string memory_cache_size = "1G", cache_size, server_cache_size, server_memory_size = "1G",
+              server_rate;
   double probe_seconds = 2;
   void register_options(CLI::App& parent);
   void finish();

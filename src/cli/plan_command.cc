@@ -313,7 +313,9 @@ int run_plan(const PlanArgs& a) {
   r.first_byte_sec = bp->first_byte_sec;
   r.disk_read_bytes_per_sec = dp->read_bytes_per_sec;
   r.disk_write_bytes_per_sec = dp->write_bytes_per_sec;
-  r.server_bytes_per_sec = dp->read_bytes_per_sec;  // a server's disk like this one's
+  // Without --server-rate: a server's disk like this one's, its network no slower.
+  r.server_bytes_per_sec =
+      a.server_rate_bytes > 0 ? static_cast<double>(a.server_rate_bytes) : dp->read_bytes_per_sec;
   plan::Cluster c;
   c.epochs = a.epochs;
   c.jobs = a.jobs;

@@ -24,6 +24,7 @@ struct PlanArgs {
   uint64_t cache_size_bytes = 0;              // each node's SSD tier; 0: none
   uint64_t server_cache_bytes = 0;            // a shared cache server's SSD tier; 0: none
   uint64_t server_memory_bytes = 1ull << 30;  // its --memory-cache-size (serve's default)
+  uint64_t server_rate_bytes = 0;             // what it serves a second; 0: the disk's rate
   std::string cache_dir = "/var/tmp";         // where the disk is probed
   uint32_t inflight = 64;                     // requests in flight (the mount's fetch threads)
   double probe_seconds = 2;                   // length of the bucket burst

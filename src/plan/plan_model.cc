@@ -326,7 +326,6 @@ Scenario cache_server(const Dataset& d, const Cluster& c, const Rates& r) {
                                                               .readers = c.jobs,
                                                               .fraction = 1.0,
                                                               .epochs = c.epochs});
-  const double node_bytes = static_cast<double>(d.bytes) / c.nodes;
   const double all_bytes = static_cast<double>(c.jobs) * d.bytes;
   const double all_reqs = static_cast<double>(c.jobs) * d.requests;
   const double server_rate =
@@ -334,11 +333,10 @@ Scenario cache_server(const Dataset& d, const Cluster& c, const Rates& r) {
   for (uint32_t e = 1; e <= c.epochs; ++e) {
     const EpochHits& h = hits[e - 1];
     const double miss = std::max(0.0, 1.0 - h.local());
-    // A node reads its share over its link (the rate measured to the bucket); the server
-    // serves its hits to every node at server_rate and fetches its misses at the bucket's rate.
-    const double t = std::max({safe_div(node_bytes, r.bucket_bytes_per_sec),
-                               safe_div(all_bytes * h.local(), server_rate),
-                               bucket_seconds(r, all_reqs * miss, all_bytes * miss)});
+    // The server serves its hits to every node at server_rate (its disk or its network,
+    // whichever is slower), and fetches its misses at the bucket's rate.
+    const double t = std::max(safe_div(all_bytes * h.local(), server_rate),
+                              bucket_seconds(r, all_reqs * miss, all_bytes * miss));
     s.epochs.push_back(EpochPlan{.epoch = e,
                                  .seconds = t,
                                  .bucket_bytes = all_bytes * miss,

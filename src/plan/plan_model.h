@@ -45,7 +45,8 @@ struct Rates {
   double first_byte_sec = 0;  // one small GET alone: shown, and a floor per request
   double disk_read_bytes_per_sec = 0;
   double disk_write_bytes_per_sec = 0;
-  // What one cache server serves to all nodes together; 0: the disk read rate.
+  // What one cache server serves to all nodes together (its disk or its network, whichever
+  // is slower); 0: the disk read rate.
   double server_bytes_per_sec = 0;
 };
 
