@@ -301,7 +301,7 @@ int run_plan(const PlanArgs& a) {
     return kExitFailure;
   }
   const uint64_t chunk = d.bytes / std::max<uint64_t>(d.chunks, 1);
-  auto dp = plan::probe_disk(a.cache_dir, a.probe_disk_bytes, chunk);
+  auto dp = plan::probe_disk(a.cache_dir, a.probe_disk_bytes, plan::ssd_record_bytes(chunk));
   if (!dp.is_ok()) {
     print_error("probe of the disk: " + dp.status().message());
     return kExitFailure;

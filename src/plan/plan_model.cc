@@ -83,11 +83,11 @@ class Seen {
   std::unordered_set<uint64_t> newer_, older_;
 };
 
-uint64_t padded_record(uint64_t chunk_bytes) {
+}  // namespace
+
+uint64_t ssd_record_bytes(uint64_t chunk_bytes) {
   return (chunk_bytes + kRecordTrailer + kRecordAlign - 1) / kRecordAlign * kRecordAlign;
 }
-
-}  // namespace
 
 void add_object(Dataset& d, uint64_t size) {
   ++d.objects;
@@ -98,7 +98,7 @@ void add_object(Dataset& d, uint64_t size) {
 
 uint64_t ssd_usable_bytes(uint64_t ssd_bytes, uint64_t chunk_bytes) {
   if (chunk_bytes == 0) return 0;
-  const uint64_t record = padded_record(chunk_bytes);
+  const uint64_t record = ssd_record_bytes(chunk_bytes);
   const uint64_t per_region = kRegionBytes / record;
   return ssd_bytes / kRegionBytes * per_region * chunk_bytes;
 }
@@ -129,7 +129,7 @@ std::vector<EpochHits> simulate_cache_once(const CacheSim& in) {
   // least 1,024.
   Seen seen(scaled(std::max<uint64_t>(2 * in.memory_bytes / kChunkBytes, 1024)));
 
-  const uint64_t record = padded_record(chunk);
+  const uint64_t record = ssd_record_bytes(chunk);
   const uint64_t real_regions = in.ssd_bytes / kRegionBytes;
   std::unique_ptr<RegionAllocator> ssd;
   if (real_regions > 0 && record <= kRegionBytes) {

@@ -109,6 +109,9 @@ std::vector<EpochHits> simulate_cache_once(const CacheSim& cache);
 // that count is a fraction 1 - (1 - x)(1 - y) of the dataset, x and y uniform). 1 for c >= 1.
 double lru_shuffled_hit_ratio(double ratio);
 
+// The bytes an SSD record of a chunk takes: the chunk and its trailer, padded to 4 KiB.
+uint64_t ssd_record_bytes(uint64_t chunk_bytes);
+
 // Bytes the SSD tier holds of chunks of chunk_bytes: whole regions only, records padded.
 uint64_t ssd_usable_bytes(uint64_t ssd_bytes, uint64_t chunk_bytes);
 

@@ -65,7 +65,7 @@ Result<BucketProbe> probe_bucket(ObjectStore& store, const std::vector<ProbeObje
   std::atomic<uint64_t> next{0}, requests{0}, bytes{0};
   std::mutex mu;
   Status failed = Status::ok();
-  const uint64_t min_requests = 2ull * out.inflight;
+  const uint64_t min_requests = out.inflight;  // one round, however slow the bucket
   const auto start = Clock::now();
   auto worker = [&] {
     AlignedBuffer buf;
@@ -113,7 +113,7 @@ Result<DiskProbe> probe_disk(const std::string& dir, uint64_t bytes, uint64_t re
   DiskProbe out;
   out.bytes = std::max<uint64_t>(bytes / kBlock, 1) * kBlock;
   out.read_block_bytes =
-      std::clamp<uint64_t>((read_block_bytes + 4095) / 4096 * 4096, 4096, kBlock);
+      std::clamp<uint64_t>((read_block_bytes + 4095) / 4096 * 4096, 4096, 2 * kBlock);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string path = dir + "/.warmfs-plan-probe." + std::to_string(::getpid());

@@ -34,8 +34,8 @@ struct BucketProbe {
 };
 
 // GETs of the given objects (whole, or their first max_request_bytes), `inflight` at once,
-// for about `seconds` (at least two rounds of `inflight` requests). A failed GET fails the
-// probe with its error.
+// for about `seconds` (at least one request per thread; requests under way when the time is
+// up finish). A failed GET fails the probe with its error.
 Result<BucketProbe> probe_bucket(ObjectStore& store, const std::vector<ProbeObject>& objects,
                                  uint32_t inflight, double seconds,
                                  uint64_t max_request_bytes = 2ull << 20);
@@ -50,7 +50,7 @@ struct DiskProbe {
 
 // Writes `bytes` sequentially in 1 MiB blocks to a temporary file in dir (created if
 // missing), syncs, then reads `bytes` back in random blocks of read_block_bytes (a chunk
-// record's size) with 8 threads; removes the file.
+// record's size, rounded up to 4 KiB, 2 MiB at most) with 8 threads; removes the file.
 Result<DiskProbe> probe_disk(const std::string& dir, uint64_t bytes, uint64_t read_block_bytes);
 
 }  // namespace warmfs::plan

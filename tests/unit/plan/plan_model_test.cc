@@ -51,6 +51,9 @@ TEST_CASE("plan: bucket time is bound by the request rate or the byte rate", "[p
 }
 
 TEST_CASE("plan: the SSD tier holds whole regions of padded records", "[plan]") {
+  CHECK(ssd_record_bytes(kMiB) == kMiB + 4096);
+  CHECK(ssd_record_bytes(64 * 1024) == 68 * 1024);
+  CHECK(ssd_record_bytes(4096 - 32) == 4096);
   CHECK(ssd_usable_bytes(64 * kMiB, kMiB) == kRecordsPerRegion * kMiB);
   CHECK(ssd_usable_bytes(100 * kMiB, kMiB) == kRecordsPerRegion * kMiB);  // one region only
   CHECK(ssd_usable_bytes(63 * kMiB, kMiB) == 0);
