@@ -285,7 +285,7 @@ void PlanCommand::register_options(CLI::App& parent) {
   app->add_option("--cache-dir", args.cache_dir,
                   "Where to measure the local disk (default /var/tmp)");
   app->add_option("--inflight", args.inflight, "Requests in flight in the probe (default 64)")
-      ->check(CLI::Range(1u, 1024u));
+      ->check(CLI::Range(1u, 256u));
   app->add_option("--probe-seconds", probe_seconds,
                   "Length of the bucket probe's burst (default 2)")
       ->check(CLI::Range(0.1, 600.0));
