@@ -58,10 +58,15 @@ def setUpModule():
         S3RVER, ["--bandwidth-mbps", "400", "--bandwidth-scope", "total"]))
 
 
+def home_dir():
+    home = Path(tempfile.mkdtemp(prefix="warmfs-plan-home-"))
+    unittest.addModuleCleanup(shutil.rmtree, home, True)
+    return home
+
+
 def plan_cli(args, server=None, timeout=60.0):
     server = server or PROXY
-    home = Path(tempfile.mkdtemp(prefix="warmfs-plan-home-"))
-    env = harness.base_env(home, server.key, server.secret)
+    env = harness.base_env(home_dir(), server.key, server.secret)
     return harness.run_cli(["plan", *args, "--endpoint", server.endpoint, "--region",
                             harness.REGION, "--path-style"], env, timeout=timeout)
 
@@ -206,8 +211,7 @@ class BadInput(harness.WarmfsTestCase):
                             "no-such-bucket")
 
     def test_unreachable_endpoint(self):
-        home = Path(tempfile.mkdtemp(prefix="warmfs-plan-home-"))
-        env = harness.base_env(home, S3RVER.key, S3RVER.secret)
+        env = harness.base_env(home_dir(), S3RVER.key, S3RVER.secret)
         run = harness.run_cli(["plan", "s3://plan/ds", "--endpoint",
                                f"http://127.0.0.1:{harness.free_port()}", "--region",
                                harness.REGION, "--path-style"], env, timeout=60)
