@@ -259,4 +259,63 @@ void SnapshotCommand::register_options(CLI::App& parent) {
   app->add_option("--concurrency", args.concurrency, "Listings in flight (default 32)");
 }
 
+void PlanCommand::register_options(CLI::App& parent) {
+  app = parent.add_subcommand(
+      "plan", "Predict time and bucket bytes per epoch, four ways to feed a job (docs/loaders.md)");
+  app->add_option("source", args.source,
+                  "s3://BUCKET[/PREFIX], a warmfs mountpoint, or a snapshot file")
+      ->required();
+  app->add_option("--snapshot", args.snapshot,
+                  "The dataset is this snapshot (a FILE, or a NAME stored in the bucket)");
+  app->add_option("--epochs", args.epochs, "Epochs to plan for (default 1)")
+      ->check(CLI::Range(1u, 100000u));
+  app->add_option("--jobs", args.jobs, "Jobs reading the dataset at once, each on its own nodes")
+      ->check(CLI::Range(1u, 1000u));
+  app->add_option("--nodes", args.nodes, "Nodes per job; each reads its share of every epoch")
+      ->check(CLI::Range(1u, 100000u));
+  app->add_option("--memory-cache-size", memory_cache_size,
+                  "Each node's --memory-cache-size (default 1G)");
+  app->add_option("--cache-size", cache_size, "Each node's SSD tier (default: none)");
+  app->add_option("--server-cache-size", server_cache_size,
+                  "SSD tier of one cache server shared by all nodes (default: none)");
+  app->add_option("--server-memory-size", server_memory_size,
+                  "That server's --memory-cache-size (default 1G)");
+  app->add_option("--server-rate", server_rate,
+                  "Bytes a second that server serves all nodes, e.g. 2G (default: the disk's)");
+  app->add_option("--cache-dir", args.cache_dir,
+                  "Where to measure the local disk (default /var/tmp)");
+  app->add_option("--inflight", args.inflight, "Requests in flight in the probe (default 64)")
+      ->check(CLI::Range(1u, 256u));
+  app->add_option("--probe-seconds", probe_seconds,
+                  "Length of the bucket probe's burst (default 2)")
+      ->check(CLI::Range(0.1, 600.0));
+  app->add_option("--endpoint", args.endpoint, "S3 endpoint URL, as for mount");
+  app->add_option("--region", args.region, "Region for signing, as for mount");
+  app->add_option("--profile", args.profile, "Profile in ~/.aws/credentials and ~/.aws/config");
+  app->add_flag("--no-sign-request", args.no_sign_request, "Send requests unsigned");
+  app->add_flag("--path-style", args.path_style, "Use endpoint/bucket/key URLs");
+  app->add_flag("--json", args.json, "Print JSON");
+}
+
+void PlanCommand::finish() {
+  args.memory_cache_bytes =
+      size_option("--memory-cache-size", memory_cache_size, "a size of at least 16M", 16 * kMiB);
+  // The SSD tier holds whole 64 MiB regions: less than one is refused by mount and serve.
+  if (!cache_size.empty()) {
+    args.cache_size_bytes =
+        size_option("--cache-size", cache_size, "a size of at least 64M (one region)", 64 * kMiB);
+  }
+  if (!server_cache_size.empty()) {
+    args.server_cache_bytes = size_option("--server-cache-size", server_cache_size,
+                                          "a size of at least 64M (one region)", 64 * kMiB);
+  }
+  args.server_memory_bytes =
+      size_option("--server-memory-size", server_memory_size, "a size of at least 16M", 16 * kMiB);
+  if (!server_rate.empty()) {
+    args.server_rate_bytes =
+        size_option("--server-rate", server_rate, "a rate in bytes a second, like 2G");
+  }
+  args.probe_seconds = probe_seconds;
+}
+
 }  // namespace warmfs::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/plan_command.h"
 #include "cli/serve_command.h"
 #include "cli/snapshot_command.h"
 
@@ -81,6 +82,16 @@ struct SnapshotCommand {
   CLI::App* app = nullptr;
   SnapshotArgs args;
   void register_options(CLI::App& parent);
+};
+
+struct PlanCommand {
+  CLI::App* app = nullptr;
+  PlanArgs args;
+  std::string memory_cache_size = "1G", cache_size, server_cache_size, server_memory_size = "1G",
+              server_rate;
+  double probe_seconds = 2;
+  void register_options(CLI::App& parent);
+  void finish();
 };
 
 }  // namespace warmfs::cli

@@ -23,12 +23,14 @@ int main(int argc, char** argv) {
   ServeCommand serve;
   PrefetchCommand prefetch;
   SnapshotCommand snapshot;
+  PlanCommand plan;
   mount.register_options(app);
   unmount.register_options(app);
   stats.register_options(app);
   serve.register_options(app);
   prefetch.register_options(app);
   snapshot.register_options(app);
+  plan.register_options(app);
 
   try {
     app.parse(argc, argv);
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
     if (stats.app->parsed()) stats.finish();
     if (serve.app->parsed()) serve.finish();
     if (prefetch.app->parsed()) prefetch.finish();
+    if (plan.app->parsed()) plan.finish();
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
     return 0;
@@ -58,6 +61,7 @@ int main(int argc, char** argv) {
   if (mount.app->parsed()) return run_mount(mount.args);
   if (unmount.app->parsed()) return run_unmount(unmount.mountpoint);
   if (snapshot.app->parsed()) return run_snapshot(snapshot.args);
+  if (plan.app->parsed()) return run_plan(plan.args);
   if (stats.app->parsed() && !stats.server.empty()) {
     return run_server_stats(stats.server, stats.token_file, stats.no_token, stats.ca, stats.json);
   }

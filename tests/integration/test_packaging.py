@@ -214,6 +214,7 @@ EXPECTED_FILES = {
     "./usr/share/man/man1/warmfs-stats.1.gz",
     "./usr/share/man/man1/warmfs-prefetch.1.gz",
     "./usr/share/man/man1/warmfs-serve.1.gz",
+    "./usr/share/man/man1/warmfs-plan.1.gz",
     "./usr/share/man/man8/mount.warmfs.8.gz",
     "./usr/share/man/man8/mount.fuse.warmfs.8.gz",
     "./usr/share/doc/warmfs/copyright",
