@@ -11,6 +11,7 @@ Standard library only. warmfs.torch has the PyTorch sampler wrapper.
 from __future__ import annotations
 
 import bisect
+import errno
 import json
 import os
 import random
@@ -82,14 +83,41 @@ def publish_order(mount: Union[str, os.PathLike], entries: Iterable[Entry]) -> i
     """Makes entries the order the mount prefetches in (replacing the one before) and returns
     how many there are. mount is the mount's root, or any path inside it. Returns at once:
     the mount fetches in the background. OSError if the mount refuses it (EINVAL: a bad
-    entry, see the mount's log; EROFS: mounted read-only)."""
+    entry, see the mount's log). A mount the kernel holds read-only takes it through the
+    order file's ioctl channel."""
     root = find_mount(mount)
     entries = list(entries)
     text = format_order(entries, root)
-    # One open, write, close: the mount takes the order at close.
-    with open(root.joinpath(*CONTROL_FILE), "w", encoding="utf-8", errors="surrogateescape") as f:
-        f.write(text)
+    control = root.joinpath(*CONTROL_FILE)
+    try:
+        # One open, write, close: the mount takes the order at close.
+        with open(control, "w", encoding="utf-8", errors="surrogateescape") as f:
+            f.write(text)
+    except OSError as e:
+        if e.errno != errno.EROFS:
+            raise
+        _publish_by_ioctl(control, text.encode("utf-8", "surrogateescape"))
     return len(entries)
+
+
+# The ioctl channel of a mount held read-only by the kernel (include/warmfs/control_ioctl.h).
+_ORDER_CHUNK_BYTES = 16376
+_IOC_ORDER_APPEND = (1 << 30) | ((4 + _ORDER_CHUNK_BYTES) << 16) | (ord("W") << 8) | 1
+_IOC_ORDER_PUBLISH = (ord("W") << 8) | 2
+
+
+def _publish_by_ioctl(control: Path, data: bytes) -> None:
+    import fcntl
+    fd = os.open(control, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        for off in range(0, len(data), _ORDER_CHUNK_BYTES):
+            piece = data[off:off + _ORDER_CHUNK_BYTES]
+            # A mutable buffer: fcntl copies immutable ones through 1 KiB at most.
+            chunk = bytearray(struct.pack("=I", len(piece)) + piece.ljust(_ORDER_CHUNK_BYTES, b"\0"))
+            fcntl.ioctl(fd, _IOC_ORDER_APPEND, chunk)
+        fcntl.ioctl(fd, _IOC_ORDER_PUBLISH)
+    finally:
+        os.close(fd)
 
 
 def interleave(*orders: Sequence[Entry]) -> list:

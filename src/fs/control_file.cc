@@ -75,11 +75,30 @@ Result<OpenResult> Filesystem::open_control(int flags) {
   OpenResult r;
   r.handle =
       std::make_unique<FileHandle>(kOrderFileIno, ObjectVersion{}, std::make_unique<EmptyReader>());
-  if ((flags & O_ACCMODE) != O_RDONLY) {
-    r.handle->control_ = std::make_shared<ControlWrite>();
-    r.handle->writable_ = true;
-  }
+  // Read-only handles take orders too, through the ioctl channel.
+  r.handle->control_ = std::make_shared<ControlWrite>();
+  r.handle->writable_ = (flags & O_ACCMODE) != O_RDONLY;
   return r;
+}
+
+Status Filesystem::order_append(FileHandle& handle, std::span<const std::byte> data) {
+  if (!handle.control()) return Status(Errc::kInvalidArgument, "not the order file");
+  ControlWrite& c = *handle.control_;
+  std::lock_guard lock(c.mu);
+  if (c.bytes.size() + data.size() > kMaxOrderBytes) {
+    return Status(Errc::kInvalidArgument, "an order file is at most 1 GiB");
+  }
+  c.bytes.append(reinterpret_cast<const char*>(data.data()), data.size());
+  c.dirty = true;
+  return Status::ok();
+}
+
+Status Filesystem::order_publish(FileHandle& handle) {
+  if (!handle.control()) return Status(Errc::kInvalidArgument, "not the order file");
+  Status st = flush_control(handle);
+  std::lock_guard lock(handle.control_->mu);
+  handle.control_->bytes.clear();  // the next order on this descriptor starts afresh
+  return st;
 }
 
 Result<size_t> Filesystem::write_control(FileHandle& handle, uint64_t offset,

@@ -261,6 +261,11 @@ class Filesystem {
   // ---- Orders and epochs (control_file.cc) -------------------------------------------------
   // Makes `entries` the order to prefetch in (what closing the order file does); its number.
   uint64_t publish_order(std::vector<OrderEntry> entries);
+  // The order file's ioctl channel (warmfs/control_ioctl.h), for mounts the kernel holds
+  // read-only: appends to the handle's order text, then publishes it as a close after
+  // writing would. kInvalidArgument for a handle of another file.
+  Status order_append(FileHandle& handle, std::span<const std::byte> data);
+  Status order_publish(FileHandle& handle);
   OrderCounters order_counters() const;
   // The epochs kept, oldest first; the running one ends now.
   std::vector<Epoch> epochs() const;

@@ -6,12 +6,15 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstring>
 #include <ctime>
+#include <span>
 #include <vector>
 
 #include "common/errno_map.h"
 #include "common/log.h"
 #include "fuse/callback_guard.h"
+#include "warmfs/control_ioctl.h"
 
 namespace warmfs {
 namespace {
@@ -322,6 +325,43 @@ void op_fsync(fuse_req_t req, fuse_ino_t /*ino*/, int /*datasync*/, fuse_file_in
   reply_status(req, session_of(req).fs.fsync(*handle));
 }
 
+void op_ioctl(fuse_req_t req, fuse_ino_t /*ino*/, unsigned int cmd, void* /*arg*/,
+              fuse_file_info* fi, unsigned flags, const void* in_buf, size_t in_bufsz,
+              size_t /*out_bufsz*/) {
+  // The order file's channel for read-only mounts (warmfs/control_ioctl.h); nothing else
+  // answers an ioctl.
+  auto* handle = (flags & FUSE_IOCTL_DIR) != 0 ? nullptr : reinterpret_cast<FileHandle*>(fi->fh);
+  if (handle == nullptr || !handle->control()) {
+    reply(fuse_reply_err, req, ENOTTY);
+    return;
+  }
+  Filesystem& fs = session_of(req).fs;
+  Status st;
+  if (cmd == WARMFS_IOC_ORDER_APPEND) {
+    warmfs_order_chunk chunk;
+    if (in_bufsz < sizeof chunk) {
+      reply(fuse_reply_err, req, EINVAL);
+      return;
+    }
+    std::memcpy(&chunk, in_buf, sizeof chunk);
+    if (chunk.length > WARMFS_ORDER_CHUNK_BYTES) {
+      reply(fuse_reply_err, req, EINVAL);
+      return;
+    }
+    st = fs.order_append(*handle, std::as_bytes(std::span(chunk.bytes, chunk.length)));
+  } else if (cmd == WARMFS_IOC_ORDER_PUBLISH) {
+    st = fs.order_publish(*handle);
+  } else {
+    reply(fuse_reply_err, req, ENOTTY);
+    return;
+  }
+  if (!st.is_ok()) {
+    reply_status(req, st);
+    return;
+  }
+  reply(fuse_reply_ioctl, req, 0, nullptr, size_t{0});
+}
+
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
   Session& s = session_of(req);
   SetAttrRequest r;
@@ -440,6 +480,7 @@ fuse_lowlevel_ops make_ops() {
   ops.write = WARMFS_GUARDED(op_write);
   ops.flush = WARMFS_GUARDED(op_flush);
   ops.fsync = WARMFS_GUARDED(op_fsync);
+  ops.ioctl = WARMFS_GUARDED(op_ioctl);
   ops.setxattr = WARMFS_GUARDED(op_setxattr);
   ops.removexattr = WARMFS_GUARDED(op_removexattr);
   return ops;

@@ -3,15 +3,21 @@ shuffled order through MNT/.warmfs/order and returns; the daemon fetches ahead i
 (seen in its stats before anyone reads); readers in several threads then read the files in the
 order, byte-exact, and the bucket served each file once (GETs counted through the stats). The
 order's epoch carries its numbers (`warmfs stats --epochs`). A new order replaces the old one;
-a bad order is one clear error; a read-only mount says why it cannot take one. The order's
+a bad order is one clear error; a mount the kernel holds read-only takes orders through the
+order file's ioctl channel (from the CLI and the Python helper). The order's
 counters and the epochs' numbers reach Prometheus (--metrics-listen), passing promtool.
 
 On s3rver (fast small GETs), with the bytes checked against what boto3 put.
 """
 
+import errno
+import fcntl
 import hashlib
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -176,11 +182,54 @@ class Order(harness.WarmfsTestCase):
         self.assertGreater(sc.get("warmfs_epoch_samples_per_second", epoch="running"), 0)
         self.assertGreaterEqual(sc.get("warmfs_epoch_hit_ratio", epoch="running", tier="local"), 0)
 
-    def test_read_only_mount_says_why(self):
+    def test_read_only_mount_takes_orders_by_ioctl(self):
         m = self.mount(S3RVER, "s3://order", args=["--read-only"])
-        run = self.publish(m, self.write_order(m, ["ds/s0001.bin"]))
+        control = m.path / ".warmfs" / "order"
+        with self.assertRaises(OSError) as cm:
+            open(control, "w").close()
+        self.assertEqual(cm.exception.errno, errno.EROFS)
+        # warmfs prefetch goes through the ioctl channel instead.
+        names = sorted(k for k in self.objects if k.startswith("ds2/"))
+        run = self.publish(m, self.write_order(m, names))
+        self.assertEqual(run.rc, 0, run.describe())
+        self.assertIn(f"published an order of {len(names)} entries", run.stdout)
+        wait_for("the order to be prefetched", lambda: m.stats()["order"]["fetched"] == len(names))
+        for n in names:
+            self.assertEqual(hashlib.sha256((m.path / n).read_bytes()).hexdigest(),
+                             self.digests[n], n)
+        # The Python helper too, with an order of several ioctl pieces (over 16 KiB of text).
+        ranges = [[f"ds/s{i:04d}.bin", off, 1000] for i in range(COUNT) for off in (0, 8 * KiB)]
+        env = dict(m.env, PYTHONPATH=str(harness.REPO / "python"))
+        code = ("import json, sys, warmfs\n"
+                "entries = [tuple(e) for e in json.loads(sys.stdin.read())]\n"
+                "print(warmfs.publish_order(sys.argv[1], entries))\n")
+        py = subprocess.run([sys.executable, "-c", code, str(m.path)], input=json.dumps(ranges),
+                            capture_output=True, text=True, env=env, timeout=60)
+        self.assertEqual(py.returncode, 0, py.stderr)
+        self.assertEqual(py.stdout.strip(), str(len(ranges)))
+        s = wait_for("the helper's order", lambda: (st := m.stats())["order"]["orders"] == 2 and st)
+        self.assertEqual(s["order"]["entries"], len(ranges), s["order"])
+        # A bad order is refused (EINVAL); the order before stays.
+        run = self.publish(m, self.write_order(m, ["ds/s0001.bin", "../x"], "bad.txt"))
         self.assertEqual(run.rc, 1, run.describe())
-        self.assertIn("read-only", run.stderr, run.describe())
+        bad = "warmfs-order 1\nds/s0001.bin 0 -5\n"
+        code = ("import sys, warmfs, errno\n"
+                "try:\n"
+                "    warmfs._publish_by_ioctl(sys.argv[1], sys.argv[2].encode())\n"
+                "except OSError as e:\n"
+                "    print(errno.errorcode[e.errno])\n")
+        py = subprocess.run([sys.executable, "-c", code, str(control), bad], capture_output=True,
+                            text=True, env=env, timeout=60)
+        self.assertEqual(py.stdout.strip(), "EINVAL", py.stdout + py.stderr)
+        self.assertEqual(m.stats()["order"]["orders"], 2)
+        # Other files answer no ioctl.
+        fd = os.open(m.path / names[0], os.O_RDONLY)
+        try:
+            with self.assertRaises(OSError) as cm:
+                fcntl.ioctl(fd, 0x5702)
+            self.assertEqual(cm.exception.errno, errno.ENOTTY)
+        finally:
+            os.close(fd)
 
 
 if __name__ == "__main__":
