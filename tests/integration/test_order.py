@@ -168,7 +168,9 @@ class Order(harness.WarmfsTestCase):
         self.assertEqual(run.rc, 0, run.describe())
         for n in names:
             (m.path / n).read_bytes()
-        s = m.stats()
+        # Fetches ahead of the readers may still be running: the counters settle once they end.
+        s = wait_for("the order's fetches to end", lambda: (
+            st := m.stats())["order"]["requests_inflight"] == 0 and st)
         sc = scrape(self, port)
         self.assertEqual(sc.get("warmfs_orders_published_total"), 1)
         self.assertEqual(sc.get("warmfs_order_entries_total", state="read"), len(names))
