@@ -610,10 +610,10 @@ TEST_CASE("chunks waiting for a slow SSD tier hold read-ahead back beyond the al
   // reads go on (they are never refused); read-ahead stops once the chunks waiting pass the
   // allowance and use up the budget. Unchecked, it stayed a window (16 chunks) ahead.
   read_to(0, 64);
+  REQUIRE_FALSE(disk.gate().is_open());  // the reads did not wait for the disk
   // A fetch leaves the in-flight count before it hands its chunks to the disk: wait until
   // every chunk fetched is at the gate.
   CHECK(eventually([&] { return disk.waiting() >= store.bytes_returned(); }));
-  REQUIRE_FALSE(disk.gate().is_open());  // the disk took nothing so far
   const uint64_t ahead = store.bytes_returned() / kChunk - 64;
   INFO("chunks fetched ahead of the reader while the disk took nothing: " << ahead);
   CHECK(ahead <= 2);
