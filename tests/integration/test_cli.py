@@ -49,8 +49,7 @@ class RefusedMounts(harness.WarmfsTestCase):
                                harness.REGION, "--path-style", "--log-file", log,
                                "--log-level", "debug", *extra],
                               harness.base_env(d / "home", key, secret), timeout=30)
-        time.sleep(0.2)
-        leftovers = harness.daemon_pids(mnt)
+        leftovers = harness.wait_gone(harness.daemon_pids(mnt), 10)  # a child on its way out
         for pid in leftovers:
             os.kill(pid, signal.SIGKILL)
         self.assertFalse(harness.is_mounted(mnt), f"a mount was left\n{run.describe()}")

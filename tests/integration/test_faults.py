@@ -284,8 +284,7 @@ class MountCheck(FaultCase):
                                "--region", harness.REGION, "--path-style", "--log-file", log,
                                "--log-level", "debug"],
                               harness.base_env(home, p.key, p.secret), timeout=45)
-        time.sleep(0.2)
-        leftovers = harness.daemon_pids(mnt)
+        leftovers = harness.wait_gone(harness.daemon_pids(mnt), 10)  # a child on its way out
         for pid in leftovers:
             os.kill(pid, signal.SIGKILL)
         self.assertFalse(harness.is_mounted(mnt), f"a mount was left\n{run.describe()}")

@@ -1,9 +1,12 @@
-// A Filesystem core over an in-memory bucket, with no kernel: the fixture of the core's tests
-// (tests/unit/fs). The bucket is seen through a fault-injecting store, time through a fake
-// clock; with `writable`, files written go to a staging area in a temporary directory and
-// are uploaded by a real Uploader.
+// A Filesystem core over an in-memory bucket, with no kernel: the one fixture of the core's
+// tests (tests/unit/fs). The bucket is seen through a fault-injecting store, time through a
+// fake clock; with `writable`, files written go to a staging area in a temporary directory and
+// are uploaded by a real Uploader. What differs between tests (the metadata's TTL, read-ahead
+// threads, the core's owner or read-only flag, the uploader's part plan) is given in the
+// options of each layer, which start from the defaults below.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
 #include <span>
@@ -22,12 +25,15 @@
 namespace warmfs::testing {
 
 struct FsFixtureOptions {
-  std::string prefix;          // the mount's prefix in the bucket ("" or "a/b/")
-  bool writable = false;       // with a staging area and an uploader
-  bool read_only = false;      // --read-only
-  uint32_t fetch_threads = 4;  // the read path's
-  std::chrono::milliseconds meta_ttl = std::chrono::seconds(5);
-  uint32_t uid = 1000, gid = 100;  // shown for every file
+  std::string prefix;     // the mount's prefix in the bucket ("" or "a/b/"): metadata's and core's
+  bool writable = false;  // with a staging area and an uploader
+  // Each layer's options. The fixture sets the bucket ("b") and the prefix in them.
+  MetaOptions meta{.ttl = std::chrono::seconds(5)};
+  ReadaheadOptions readahead{.fetch_threads = 4};
+  UploaderOptions upload = UploaderOptions();  // used when writable
+  // Files and directories show uid 1000, gid 100. Without an uploader the core refuses writes
+  // whatever read_only says; with one, read_only stands for --read-only.
+  FsOptions fs{.uid = 1000, .gid = 100, .read_only = false};
 };
 
 struct FsFixture {
@@ -42,27 +48,18 @@ struct FsFixture {
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<Filesystem> fs;
 
-  explicit FsFixture(const FsFixtureOptions& o = {}) {
+  explicit FsFixture(FsFixtureOptions o = {}) {
     if (o.writable) {
       staging = StagingArea::open(tmp.path, store).value();
-      UploaderOptions uo;
-      uo.bucket = "b";
-      uploader = std::make_unique<Uploader>(store, *staging, &memory, clock, uo);
+      o.upload.bucket = "b";
+      uploader = std::make_unique<Uploader>(store, *staging, &memory, clock, o.upload);
     }
-    ReadaheadOptions ro;
-    ro.fetch_threads = o.fetch_threads;
-    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
-    MetaOptions mo;
-    mo.prefix = o.prefix;
-    mo.ttl = o.meta_ttl;
-    meta = std::make_unique<Metadata>(store, clock, mo);
-    FsOptions fo;
-    fo.bucket = "b";
-    fo.prefix = o.prefix;
-    fo.uid = o.uid;
-    fo.gid = o.gid;
-    fo.read_only = o.read_only;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo,
+    read_path = std::make_unique<ReadPath>(store, memory, "b", o.readahead);
+    o.meta.prefix = o.prefix;
+    meta = std::make_unique<Metadata>(store, clock, o.meta);
+    o.fs.bucket = "b";
+    o.fs.prefix = o.prefix;
+    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, o.fs,
                                       uploader.get());
   }
   // The core goes before the uploader it hands files to, and that before its staging area.
@@ -82,6 +79,31 @@ struct FsFixture {
   }
   Result<size_t> write(FileHandle& h, uint64_t off, std::string_view s) {
     return fs->write(h, off, std::as_bytes(std::span(s)));
+  }
+  // Resolves "a/b/c" from the root with lookups, as the kernel would.
+  Result<Attr> resolve(const std::string& path) {
+    uint64_t ino = kRootIno;
+    Result<Attr> attr = fs->getattr(kRootIno);
+    size_t start = 0;
+    while (start <= path.size()) {
+      size_t slash = path.find('/', start);
+      std::string name =
+          path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+      attr = fs->lookup(ino, name);
+      if (!attr.is_ok()) return attr;
+      ino = attr->ino;
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    return attr;
+  }
+  // The names a directory lists, in its order.
+  std::vector<std::string> names(uint64_t dir_ino) {
+    auto l = fs->opendir(dir_ino);
+    REQUIRE(l.is_ok());
+    std::vector<std::string> out;
+    for (auto& e : (*l)->entries) out.push_back(e.name);
+    return out;
   }
 };
 

@@ -37,6 +37,12 @@ def dd_read(path, timeout: float | None = None) -> tuple[int, float]:
     return parse_dd(out)
 
 
+def dd_mbps(path) -> float:
+    """MB/s of one sequential read of path with dd."""
+    nbytes, secs = dd_read(path)
+    return nbytes / secs / 1e6
+
+
 def drop_caches():
     subprocess.run(["sync"], check=True)
     Path("/proc/sys/vm/drop_caches").write_text("3\n")

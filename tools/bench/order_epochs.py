@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tools" / "lib"))
 sys.path.insert(0, str(REPO / "python"))
-import harness  # noqa: E402
+import warmfs_harness as harness  # noqa: E402
 import warmfs  # noqa: E402
 
 FILES, SIZE, THREADS, EPOCHS = 2000, 64 * 1024, 8, 2

@@ -21,13 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, dd_read, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
-
-
-def dd(path):
-    """MB/s of one sequential read of path."""
-    nbytes, secs = dd_read(path)
-    return nbytes / secs / 1e6
+from benchlib import MiB, dd_mbps, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 
 
 def raw_origin(endpoint, bucket, key, size):
@@ -57,8 +51,8 @@ def main():
 
     with origin_with_object(args.size) as (tmp, local, server):
         drop_caches()
-        record("local_cold", dd(local))
-        record("local_warm", dd(local))
+        record("local_cold", dd_mbps(local))
+        record("local_warm", dd_mbps(local))
         record("origin_raw", raw_origin(server.endpoint, "bench", "object.bin", size))
         mnt = tmp / "mnt"
         mnt.mkdir()
@@ -70,17 +64,17 @@ def main():
         subprocess.run(cmd, env=env, check=True)
         try:
             drop_caches()
-            record("warmfs_cold", dd(mnt / "object.bin"))
+            record("warmfs_cold", dd_mbps(mnt / "object.bin"))
             drop_caches()
-            record("warmfs_warm_own_tiers", dd(mnt / "object.bin"))
-            record("warmfs_warm_page_cache", dd(mnt / "object.bin"))
+            record("warmfs_warm_own_tiers", dd_mbps(mnt / "object.bin"))
+            record("warmfs_warm_page_cache", dd_mbps(mnt / "object.bin"))
         finally:
             subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
         if args.cache_dir:
             subprocess.run(cmd, env=env, check=True)
             try:
                 drop_caches()
-                record("warmfs_ssd_tier", dd(mnt / "object.bin"))
+                record("warmfs_ssd_tier", dd_mbps(mnt / "object.bin"))
                 stats = json.loads(subprocess.run([str(harness.WARMFS), "stats", str(mnt), "--json"],
                                                   capture_output=True, text=True, check=True).stdout)
                 print(json.dumps({"ssd_pass_bucket_bytes_read": stats["bucket_bytes_read"],

@@ -21,14 +21,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, dd_read, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
+from benchlib import MiB, dd_mbps, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 from randread import stats, time_reads  # noqa: E402
-
-
-def dd(path):
-    """MB/s of one sequential read of path."""
-    nbytes, secs = dd_read(path)
-    return nbytes / secs / 1e6
 
 
 def measure(env, cmd, mnt, offsets):
@@ -40,7 +34,7 @@ def measure(env, cmd, mnt, offsets):
         rnd = time_reads(mnt / "object.bin", offsets)
         s1 = stats(mnt)
         drop_caches()
-        mbps = dd(mnt / "object.bin")
+        mbps = dd_mbps(mnt / "object.bin")
         s2 = stats(mnt)
     finally:
         subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)

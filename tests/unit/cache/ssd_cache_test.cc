@@ -4,14 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <random>
 
 #include "support/fake_clock.h"
+#include "support/wait.h"
 #include "unit/cache/ssd_test_util.h"
 
 using namespace warmfs;
@@ -300,34 +300,24 @@ TEST_CASE("ssd cache puts wait for room in a full write queue, and none is dropp
 
 namespace {
 // Writes wait while the gate is shut: the test decides when the disk is slower than the puts.
+// The gate opens by itself 10 s after it was made (gave_up()), so a cache that waits for the
+// disk where it must not fails the test instead of hanging it.
 class GatedIo final : public io::FileIo {
  public:
-  void shut() {
-    std::lock_guard lock(mu_);
-    shut_ = true;
-  }
-  void open() {
-    {
-      std::lock_guard lock(mu_);
-      shut_ = false;
-    }
-    cv_.notify_all();
-  }
+  void shut() { shut_ = true; }
+  Gate& gate() { return gate_; }
   Result<size_t> read_at(int fd, std::span<std::byte> out, uint64_t offset) override {
     return inner_->read_at(fd, out, offset);
   }
   Status write_at(int fd, std::span<const std::byte> data, uint64_t offset) override {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !shut_; });
-    lock.unlock();
+    if (shut_) gate_.wait();
     return inner_->write_at(fd, data, offset);
   }
   bool uses_io_uring() const override { return false; }
 
  private:
-  std::mutex mu_;  // protects shut_
-  std::condition_variable cv_;
-  bool shut_ = false;
+  std::atomic<bool> shut_{false};
+  Gate gate_;
   std::unique_ptr<io::FileIo> inner_ = io::make_posix_file_io();
 };
 }  // namespace
@@ -341,13 +331,15 @@ TEST_CASE("ssd cache drops puts when its write queue is full and put_wait is zer
   auto io = std::make_shared<GatedIo>();
   o.io = io;
   auto cache = open_ok(o, clock);
+  OpenOnExit release(io->gate());  // before the cache's writer is joined
   // The disk takes nothing while 200 chunks are put: at most one is being written and two
   // wait in the queue (a few more if the writer takes a batch), so most are dropped,
   // whatever the threads' timing.
   io->shut();
   for (uint64_t i = 0; i < 200; ++i) cache->put(key_of(i), chunk_of(kChunk, i));
   CHECK(cache->counters().dropped_writes >= 190);
-  io->open();
+  REQUIRE_FALSE(io->gate().is_open());  // the puts did not wait for the disk
+  io->gate().open();
   cache->flush();
   const BlockCacheCounters c = cache->counters();
   CHECK(c.dropped_writes > 0);
@@ -384,11 +376,9 @@ TEST_CASE("ssd cache serves only right bytes under concurrent reads, writes and 
   // Until the readers have been served kHits chunks and regions have been evicted and reused
   // under them (at most 60 s): the run ends on what it has to cover, not on a time.
   constexpr uint64_t kHits = 5000;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline &&
-         (served.load() < kHits || cache->counters().evicted_bytes < 4 * kRegion)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  eventually(
+      [&] { return served.load() >= kHits && cache->counters().evicted_bytes >= 4 * kRegion; },
+      seconds(60));
   stop = true;
   for (auto& r : readers) r.join();
   cache->flush();

@@ -9,11 +9,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
-#include <thread>
 
 #include "cache/ssd_cache.h"
 #include "cache/ssd_index.h"
 #include "support/fake_clock.h"
+#include "support/wait.h"
 #include "unit/cache/ssd_test_util.h"
 
 using namespace warmfs;
@@ -204,12 +204,12 @@ TEST_CASE("ssd cache killed with SIGKILL mid-fill reopens with what it flushed",
   pid_t pid = 0;
   REQUIRE(::posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp) == 0);
   uint64_t flushed = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::ifstream in(progress);
-    if (in >> flushed && flushed >= 300) break;  // region 0..19 full, more on the way
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  eventually(  // region 0..19 full, more on the way
+      [&] {
+        std::ifstream in(progress);
+        return in >> flushed && flushed >= 300;
+      },
+      std::chrono::seconds(30));
   ::kill(pid, SIGKILL);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);

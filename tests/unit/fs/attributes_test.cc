@@ -5,9 +5,13 @@
 
 #include <catch2/catch.hpp>
 
-#include "unit/fs/write_fixture.h"
+#include "support/fs_fixture.h"
 
 namespace warmfs {
+
+using Op = FaultInjectingStore::Op;
+using testing::FsFixture;
+using testing::FsFixtureOptions;
 namespace {
 
 ObjectInfo head(MemoryObjectStore& bucket, const std::string& key) {
@@ -17,7 +21,7 @@ ObjectInfo head(MemoryObjectStore& bucket, const std::string& key) {
 }
 
 // A file written and closed through the mount, with attributes as a caller gives them.
-uint64_t make_file(WriteFixture& f, const std::string& name, const std::string& body,
+uint64_t make_file(FsFixture& f, const std::string& name, const std::string& body,
                    NewNodeAttrs attrs = {0640, 1234, 5678}) {
   auto c = f.fs->create(kRootIno, name, O_WRONLY | O_CREAT, attrs);
   REQUIRE(c.is_ok());
@@ -28,7 +32,7 @@ uint64_t make_file(WriteFixture& f, const std::string& name, const std::string& 
 }
 
 // What a second mount of the same bucket sees (a remount).
-Result<Attr> remount_lookup(WriteFixture& f, std::string_view name, MetaOptions mo = {}) {
+Result<Attr> remount_lookup(FsFixture& f, std::string_view name, MetaOptions mo = {}) {
   Metadata meta(f.store, f.clock, mo);
   FsOptions fo;
   fo.bucket = "b";
@@ -41,7 +45,7 @@ Result<Attr> remount_lookup(WriteFixture& f, std::string_view name, MetaOptions 
 }  // namespace
 
 TEST_CASE("fs attrs: a new file carries its mode and owner in its upload", "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   make_file(f, "a", "hello");
   const ObjectInfo h = head(f.bucket, "a");
   CHECK(h.metadata.at("mode") == std::to_string(S_IFREG | 0640));
@@ -62,7 +66,7 @@ TEST_CASE("fs attrs: a new file carries its mode and owner in its upload", "[fs]
 
 TEST_CASE("fs attrs: chmod, chown and utimens of an object cost one copy onto itself each",
           "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   const uint64_t ino = make_file(f, "a", "payload");
   const std::string etag = head(f.bucket, "a").etag;
   const size_t puts = f.store.call_count(Op::kPut);
@@ -111,7 +115,7 @@ TEST_CASE("fs attrs: chmod, chown and utimens of an object cost one copy onto it
 }
 
 TEST_CASE("fs attrs: a file being written takes them in its upload, no copy", "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto c = f.fs->create(kRootIno, "w", O_WRONLY | O_CREAT, NewNodeAttrs{0644, 0, 0});
   REQUIRE(c.is_ok());
   REQUIRE(f.write(*c->open.handle, 0, "data").is_ok());
@@ -131,7 +135,7 @@ TEST_CASE("fs attrs: a file being written takes them in its upload, no copy", "[
 }
 
 TEST_CASE("fs attrs: a write after utimens makes the mtime the write's again", "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   const uint64_t ino = make_file(f, "a", "one");
   SetAttrRequest touch;
   touch.mtime = Timespec{1000000000, 0};
@@ -151,7 +155,7 @@ TEST_CASE("fs attrs: a write after utimens makes the mtime the write's again", "
 
 TEST_CASE("fs attrs: objects from s3fs and rclone show theirs, others the mount's defaults",
           "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   f.bucket.put_object("s3fs", "x");
   f.bucket.set_metadata("s3fs", {{"mode", "33184"},
                                  {"uid", "1234"},
@@ -194,7 +198,7 @@ TEST_CASE("fs attrs: objects from s3fs and rclone show theirs, others the mount'
 
 TEST_CASE("fs attrs: listing a directory HEADs each entry once; later listings are LISTs only",
           "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   for (int i = 0; i < 40; ++i) {
     const std::string k = "dir/f" + std::to_string(i);
     f.bucket.put_object(k, "x");
@@ -225,7 +229,7 @@ TEST_CASE("fs attrs: listing a directory HEADs each entry once; later listings a
 }
 
 TEST_CASE("fs attrs: rename keeps them; a directory's live on its marker", "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   make_file(f, "a", "x");
   REQUIRE(f.fs->rename(kRootIno, "a", kRootIno, "b", 0).is_ok());
   CHECK(head(f.bucket, "b").metadata.at("uid") == "1234");
@@ -261,7 +265,7 @@ TEST_CASE("fs attrs: rename keeps them; a directory's live on its marker", "[fs]
 
 TEST_CASE("fs symlink: the target as the body, S_IFLNK in the mode; s3fs's links read back",
           "[fs][symlink]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto l = f.fs->symlink(kRootIno, "ln", "target/x", NewNodeAttrs{0777, 5, 6});
   REQUIRE(l.is_ok());
   CHECK(l->mode == (S_IFLNK | 0777));
@@ -303,7 +307,7 @@ TEST_CASE("fs symlink: the target as the body, S_IFLNK in the mode; s3fs's links
 namespace warmfs {
 
 TEST_CASE("fs mknod: FIFOs, sockets and devices are empty objects with their type", "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto fifo = f.fs->mknod(kRootIno, "fifo", S_IFIFO, 0, NewNodeAttrs{0620, 1, 2});
   REQUIRE(fifo.is_ok());
   CHECK(fifo->mode == (S_IFIFO | 0620));
@@ -324,7 +328,7 @@ TEST_CASE("fs mknod: FIFOs, sockets and devices are empty objects with their typ
 
 TEST_CASE("fs: names over 255 bytes are ENAMETOOLONG; an unlinked open file has no links",
           "[fs][attrs]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   const std::string longest(255, 'a');
   const std::string too_long(256, 'a');
   CHECK(f.fs->lookup(kRootIno, too_long).code() == Errc::kNameTooLong);

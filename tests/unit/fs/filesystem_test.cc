@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "support/fs_fixture.h"
+#include "support/wait.h"
 
 using namespace warmfs;
 using namespace std::chrono_literals;
@@ -29,24 +29,6 @@ std::string random_bytes(size_t n, uint32_t seed) {
 struct Fixture : testing::FsFixture {
   explicit Fixture(std::string prefix = "")
       : FsFixture(testing::FsFixtureOptions{.prefix = prefix}) {}
-
-  // Resolves "a/b/c" from the root with lookups, as the kernel would.
-  Result<Attr> resolve(const std::string& path) {
-    uint64_t ino = kRootIno;
-    Result<Attr> attr = fs->getattr(kRootIno);
-    size_t start = 0;
-    while (start <= path.size()) {
-      size_t slash = path.find('/', start);
-      std::string name =
-          path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
-      attr = fs->lookup(ino, name);
-      if (!attr.is_ok()) return attr;
-      ino = attr->ino;
-      if (slash == std::string::npos) break;
-      start = slash + 1;
-    }
-    return attr;
-  }
 
   std::string read_all(FileHandle& h, uint64_t size, size_t piece) {
     std::string out;
@@ -320,10 +302,8 @@ TEST_CASE("small files opened in listing order warm the ones after them", "[fs]"
     REQUIRE(f.fs->open(a->ino, O_RDONLY).is_ok());
   }
   // The third open in order starts fetches of the files after it, none of them opened yet.
-  for (int i = 0; i < 400 && (f.store.get_count("d/f20") == 0 || f.store.get_count("d/f39") == 0);
-       ++i) {
-    std::this_thread::sleep_for(5ms);
-  }
+  testing::eventually(
+      [&] { return f.store.get_count("d/f20") > 0 && f.store.get_count("d/f39") > 0; });
   CHECK(f.store.get_count("d/f20") == 1);
   CHECK(f.store.get_count("d/f39") == 1);
   CHECK(f.store.get_count("d/f00") == 0);  // opened, never read: nothing fetched for it

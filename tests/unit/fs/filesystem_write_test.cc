@@ -6,13 +6,17 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "unit/fs/write_fixture.h"
+#include "support/fs_fixture.h"
 
 namespace warmfs {
 
+using Op = FaultInjectingStore::Op;
+using testing::FsFixture;
+using testing::FsFixtureOptions;
+
 TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings show it first",
           "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto c = f.fs->create(kRootIno, "new.txt", O_WRONLY | O_CREAT);
   REQUIRE(c.is_ok());
   auto& h = *c->open.handle;
@@ -36,7 +40,7 @@ TEST_CASE("fs write: create, write, fsync puts the object; lookups and listings 
 
 TEST_CASE("fs write: a failed upload is EIO at flush, and the data stays for a retry",
           "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto c = f.fs->create(kRootIno, "a", O_WRONLY | O_CREAT);
   REQUIRE(c.is_ok());
   REQUIRE(f.write(*c->open.handle, 0, "payload").is_ok());
@@ -49,7 +53,7 @@ TEST_CASE("fs write: a failed upload is EIO at flush, and the data stays for a r
 }
 
 TEST_CASE("fs write: O_TRUNC, append and in-place change of an existing object", "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   f.bucket.put_object("x", "0123456789");
   auto x = f.fs->lookup(kRootIno, "x");
   REQUIRE(x.is_ok());
@@ -78,7 +82,7 @@ TEST_CASE("fs write: O_TRUNC, append and in-place change of an existing object",
 }
 
 TEST_CASE("fs write: mkdir, rmdir, unlink and their errors", "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   f.bucket.put_object("d/f", "1");
   auto made = f.fs->mkdir(kRootIno, "e");
   REQUIRE(made.is_ok());
@@ -98,7 +102,7 @@ TEST_CASE("fs write: mkdir, rmdir, unlink and their errors", "[fs][write]") {
 }
 
 TEST_CASE("fs write: rename of files and directories, with its flags", "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   f.bucket.put_object("a", "AAA");
   f.bucket.put_object("b", "BBB");
   f.bucket.put_object("dir/x", "X");
@@ -123,7 +127,7 @@ TEST_CASE("fs write: rename of files and directories, with its flags", "[fs][wri
 }
 
 TEST_CASE("fs write: renaming a file being written uploads it first, then copies", "[fs][write]") {
-  WriteFixture f;
+  FsFixture f({.writable = true});
   auto c = f.fs->create(kRootIno, "step.tmp", O_WRONLY | O_CREAT);
   REQUIRE(c.is_ok());
   REQUIRE(f.write(*c->open.handle, 0, "weights").is_ok());
@@ -139,7 +143,9 @@ TEST_CASE("fs write: renaming a file being written uploads it first, then copies
 }
 
 TEST_CASE("fs write: a read-only mount refuses every write with kReadOnly", "[fs][write]") {
-  WriteFixture f(true);
+  FsFixtureOptions o{.writable = true};
+  o.fs.read_only = true;
+  FsFixture f(o);
   f.bucket.put_object("a", "A");
   auto a = f.fs->lookup(kRootIno, "a");
   REQUIRE(a.is_ok());

@@ -10,69 +10,42 @@
 #include <random>
 #include <thread>
 
-#include "cache/memory_cache.h"
-#include "fs/filesystem.h"
 #include "fs/order_file.h"
-#include "support/fake_clock.h"
-#include "support/fault_injecting_store.h"
-#include "support/memory_object_store.h"
+#include "support/fs_fixture.h"
+#include "support/wait.h"
 
 using namespace warmfs;
 using namespace std::chrono_literals;
 using Op = FaultInjectingStore::Op;
+using testing::eventually;
 
 namespace {
-
-bool eventually(const std::function<bool()>& cond) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 std::span<const std::byte> bytes_of(std::string_view s) {
   return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
 }
 
-struct Fixture {
-  FakeClock clock;
-  MemoryObjectStore bucket{"b", clock};
-  FaultInjectingStore store{bucket};
-  MemoryCache memory{MemoryCacheOptions{64 << 20, 16}};
-  std::unique_ptr<ReadPath> read_path;
-  std::unique_ptr<Metadata> meta;
-  std::unique_ptr<Filesystem> fs;
+// The core as a read-only mount runs it (listings alone answer lookups, no HEAD per object),
+// with a long metadata TTL.
+struct Fixture : testing::FsFixture {
+  explicit Fixture(std::string prefix = "", std::chrono::seconds interval = 60s)
+      : FsFixture(options(std::move(prefix), interval)) {}
 
-  explicit Fixture(std::string prefix = "", std::chrono::seconds interval = 60s) {
-    ReadaheadOptions ro;
-    ro.fetch_threads = 8;
-    read_path = std::make_unique<ReadPath>(store, memory, "b", ro);
-    MetaOptions mo;
-    mo.prefix = prefix;
-    mo.ttl = 3600s;
-    mo.object_attrs = false;  // a read-only mount's default: listings alone, no HEAD per object
-    meta = std::make_unique<Metadata>(store, clock, mo);
-    FsOptions fo;
-    fo.bucket = "b";
-    fo.prefix = prefix;
-    fo.epoch_interval = interval;
-    fo.order.max_requests = 4;
-    fs = std::make_unique<Filesystem>(*meta, *read_path, memory, nullptr, store, clock, fo);
+  static testing::FsFixtureOptions options(std::string prefix, std::chrono::seconds interval) {
+    testing::FsFixtureOptions o{.prefix = std::move(prefix)};
+    o.meta.ttl = 3600s;
+    o.meta.object_attrs = false;  // a read-only mount's default
+    o.readahead.fetch_threads = 8;
+    o.fs = FsOptions{};  // read-only, owned by root
+    o.fs.epoch_interval = interval;
+    o.fs.order.max_requests = 4;
+    return o;
   }
 
   uint64_t lookup(const std::string& path) {
-    uint64_t ino = kRootIno;
-    size_t start = 0;
-    while (true) {
-      const size_t slash = path.find('/', start);
-      auto a = fs->lookup(ino, path.substr(start, slash == path.npos ? path.npos : slash - start));
-      REQUIRE(a.is_ok());
-      ino = a->ino;
-      if (slash == path.npos) return ino;
-      start = slash + 1;
-    }
+    auto a = resolve(path);
+    REQUIRE(a.is_ok());
+    return a->ino;
   }
 
   // Writes text to the order file and closes it; close()'s status.

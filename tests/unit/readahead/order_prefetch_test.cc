@@ -15,10 +15,12 @@
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
 #include "support/test_data.h"
+#include "support/wait.h"
 
 using namespace warmfs;
 using namespace std::chrono_literals;
 using Op = FaultInjectingStore::Op;
+using testing::eventually;
 
 namespace {
 
@@ -33,16 +35,6 @@ ReadaheadOptions options(uint64_t budget_chunks = 1024) {
   o.fetch_threads = 8;
   o.max_request_bytes = 64 * kChunk;
   return o;
-}
-
-// Waits for cond, polling, up to a deadline; false if it never held.
-bool eventually(const std::function<bool()>& cond, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
 }
 
 // `count` objects "d/fNNNN" of `size` bytes in an in-memory bucket with a fake first-byte

@@ -10,7 +10,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "cache/memory_cache.h"
@@ -20,6 +19,7 @@
 #include "support/fake_clock.h"
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
+#include "support/wait.h"
 #include "unit/cache/ssd_test_util.h"
 
 using namespace warmfs;
@@ -146,11 +146,7 @@ TEST_CASE("a chunk read twice by small reads is promoted into memory whole", "[r
   CHECK(s.path->counters().range_reads == 3);
   CHECK(s.path->counters().range_promotions == 1);
   // A fetch thread brings it up whole, from the SSD tier.
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (s.memory.get(s.key(4)) == nullptr && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(1ms);
-  }
-  REQUIRE(s.memory.get(s.key(4)) != nullptr);
+  REQUIRE(eventually([&] { return s.memory.get(s.key(4)) != nullptr; }));
   CHECK(s.store.call_count(Op::kGetRange) == 0);
   // Then a small read of it (after one elsewhere, so it is not a stream's) is served from
   // memory, without the disk.

@@ -4,9 +4,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <future>
 #include <latch>
 #include <mutex>
 #include <random>
@@ -20,10 +18,12 @@
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
 #include "support/test_data.h"
+#include "support/wait.h"
 
 using namespace warmfs;
 using namespace std::chrono_literals;
 using Op = FaultInjectingStore::Op;
+using testing::eventually;
 
 namespace {
 
@@ -202,7 +202,7 @@ TEST_CASE("read-ahead coalesces consecutive chunks into one request", "[readahea
 
 namespace {
 // Brings a range in two steps: the first half (reported as landed), then, once the test
-// opens the gate, the rest.
+// opens the gate (or 5 s after the store was made), the rest.
 class HalfThenWaitStore final : public MemoryObjectStore {
  public:
   using MemoryObjectStore::MemoryObjectStore;
@@ -213,19 +213,14 @@ class HalfThenWaitStore final : public MemoryObjectStore {
     Result<size_t> r = get_range(key, offset, out, if_match);
     if (!r.is_ok()) return r;
     progress(*r / 2);
-    gate_.get_future().wait();
+    gate_.wait();
     progress(*r);
     return r;
   }
-  // Idempotent.
-  void open_gate() {
-    if (!opened_.exchange(true)) gate_.set_value();
-  }
-  bool gate_opened() const { return opened_.load(); }
+  testing::Gate& gate() { return gate_; }
 
  private:
-  std::promise<void> gate_;
-  std::atomic<bool> opened_{false};
+  testing::Gate gate_{5s};
 };
 }  // namespace
 
@@ -240,24 +235,19 @@ TEST_CASE("chunks of a request are served as their bytes land, before the reques
   ReadPath path(bucket, cache, "test-bucket", o);
   const ObjectVersion v{"obj", etag, data.size()};
   path.warm(v, 8 * kChunk);  // one request for all eight chunks; it stalls half way
-  // Should the first half wait for the whole request, the gate opens after a while anyway,
-  // and the check below fails rather than the test hanging.
-  std::promise<void> done;
-  std::thread watchdog([&, finished = done.get_future()] {
-    finished.wait_for(5s);
-    bucket.open_gate();
-  });
+  // Should the first half wait for the whole request, the gate opens by itself after 5 s and
+  // the check below fails rather than the test hanging.
   auto r = path.open(v);
+  testing::OpenOnExit release(bucket.gate());
   std::vector<std::byte> buf(kChunk);
   for (uint64_t i = 0; i < 4; ++i) {  // the first half is readable while the request hangs
     auto n = r->read(i * kChunk, buf);
     REQUIRE(n.is_ok());
     CHECK(std::memcmp(buf.data(), data.data() + i * kChunk, kChunk) == 0);
   }
-  CHECK_FALSE(bucket.gate_opened());
+  CHECK_FALSE(bucket.gate().is_open());
   CHECK(path.counters().fetch_requests == 1);
-  done.set_value();
-  watchdog.join();
+  bucket.gate().open();
   for (uint64_t i = 4; i < 8; ++i) {
     auto n = r->read(i * kChunk, buf);
     REQUIRE(n.is_ok());
@@ -415,8 +405,7 @@ TEST_CASE("a failed coalesced request fails each of its chunks, which are fetche
   s.read_check(*r, 0, 100);
   s.store.fail_next(Op::kGetRange, 1, Status(Errc::kIo, "injected"));
   s.read_check(*r, 100, 100);  // opens the window: one run of chunks 1..8, which fails
-  for (int i = 0; i < 1000 && s.path->counters().fetch_errors < 1; ++i)
-    std::this_thread::sleep_for(1ms);
+  CHECK(eventually([&] { return s.path->counters().fetch_errors >= 1; }));
   for (uint64_t off = 200; off < 32 * kChunk; off += kChunk / 3) s.read_check(*r, off, kChunk / 3);
 }
 
@@ -528,7 +517,7 @@ TEST_CASE("a read stopped by an error leaves no stale failure behind", "[readahe
   s.store.fail_next(Op::kGetRange, 2, Status(Errc::kIo, "injected"));
   std::vector<std::byte> buf(2 * kChunk);
   CHECK(r->read(2 * kChunk + 10, buf).code() == Errc::kIo);
-  for (int i = 0; i < 1000 && s.store.in_flight() > 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(eventually([&] { return s.store.in_flight() == 0; }));
   // Chunk 3's failed fetch was never waited for; reading it now fetches it again.
   s.read_check(*r, 3 * kChunk + 10, 100);
   s.read_check(*r, 2 * kChunk, 100);
@@ -542,8 +531,7 @@ TEST_CASE("a failed prefetch is retried by the read that needs it", "[readahead]
   s.store.fail_next(Op::kGetRange, 2, Status(Errc::kIo, "injected"));
   s.read_check(*r, 100, 100);
   // Let the failures land, then read on into the failed chunks.
-  for (int i = 0; i < 1000 && s.path->counters().fetch_errors < 2; ++i)
-    std::this_thread::sleep_for(1ms);
+  REQUIRE(eventually([&] { return s.path->counters().fetch_errors >= 2; }));
   REQUIRE(s.path->counters().fetch_errors == 2);
   for (uint64_t off = 200; off < 3 * kChunk; off += 500) s.read_check(*r, off, 500);
   CHECK(s.store.get_count("obj", 1 * kChunk) == 2);
@@ -557,18 +545,18 @@ class GatedCache final : public BlockCache {
  public:
   ChunkPtr get(const ChunkKey&) override { return nullptr; }
   void put(const ChunkKey&, ChunkPtr chunk) override {
-    std::unique_lock lock(mu_);
-    waiting_ += chunk->bytes.size();
-    peak_ = std::max(peak_, waiting_);
-    cv_.wait(lock, [this] { return open_; });
+    {
+      std::lock_guard lock(mu_);
+      waiting_ += chunk->bytes.size();
+      peak_ = std::max(peak_, waiting_);
+    }
+    gate_.wait();
+    std::lock_guard lock(mu_);
     waiting_ -= chunk->bytes.size();
   }
   BlockCacheCounters counters() const override { return {}; }
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
+  // Shut until the test opens it, or 10 s after the cache was made.
+  testing::Gate& gate() { return gate_; }
   uint64_t peak() {
     std::lock_guard lock(mu_);
     return peak_;
@@ -579,9 +567,8 @@ class GatedCache final : public BlockCache {
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
+  testing::Gate gate_;
+  std::mutex mu_;  // protects waiting_ and peak_
   uint64_t waiting_ = 0;
   uint64_t peak_ = 0;
 };
@@ -605,6 +592,10 @@ TEST_CASE("chunks waiting for a slow SSD tier hold read-ahead back beyond the al
   store.set_delay(Op::kGetRange, 1ms);
   ReadPath path(store, tiers, "test-bucket", o, &memory);
   auto r = path.open(v);
+  // However the test ends, the fetch threads waiting at the disk's gate go on before the read
+  // path joins them. Should the read path wait for the disk where it must not, the gate opens
+  // by itself after 10 s and the test fails on it instead of hanging.
+  testing::OpenOnExit release(disk.gate());
   std::vector<std::byte> buf(kChunk);
   auto read_to = [&](uint64_t from, uint64_t to) {
     for (uint64_t c = from; c < to; ++c) {
@@ -613,33 +604,24 @@ TEST_CASE("chunks waiting for a slow SSD tier hold read-ahead back beyond the al
     }
     // Every fetch the reads started has ended (its chunk waits at the gate): the count of
     // chunks fetched is final.
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (path.counters().chunks_in_flight > 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(1ms);
-    REQUIRE(path.counters().chunks_in_flight == 0);
+    REQUIRE(eventually([&] { return path.counters().chunks_in_flight == 0; }));
   };
   // The disk takes nothing: every chunk fetched stays in a fetch thread, waiting. Demand
   // reads go on (they are never refused); read-ahead stops once the chunks waiting pass the
   // allowance and use up the budget. Unchecked, it stayed a window (16 chunks) ahead.
   read_to(0, 64);
+  REQUIRE_FALSE(disk.gate().is_open());  // the reads did not wait for the disk
   // A fetch leaves the in-flight count before it hands its chunks to the disk: wait until
   // every chunk fetched is at the gate.
-  {
-    const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (disk.waiting() < store.bytes_returned() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(1ms);
-  }
+  CHECK(eventually([&] { return disk.waiting() >= store.bytes_returned(); }));
   const uint64_t ahead = store.bytes_returned() / kChunk - 64;
   INFO("chunks fetched ahead of the reader while the disk took nothing: " << ahead);
   CHECK(ahead <= 2);
   CHECK(path.counters().inflight_bytes > 0);  // the excess shows as budget in use
   // The disk takes them: read-ahead runs ahead again.
-  disk.open();
+  disk.gate().open();
   // The chunks that waited are taken (the budget they held is free again).
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (disk.waiting() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  REQUIRE(disk.waiting() == 0);
+  REQUIRE(eventually([&] { return disk.waiting() == 0; }));
   read_to(64, 80);
   CHECK(store.bytes_returned() / kChunk > 80 + 4);
   CHECK(disk.peak() >= 64 * kChunk);

@@ -13,6 +13,7 @@
 #include "support/fault_injecting_store.h"
 #include "support/memory_object_store.h"
 #include "support/temp_dir.h"
+#include "support/wait.h"
 #include "upload/staging.h"
 
 namespace warmfs {
@@ -88,7 +89,7 @@ TEST_CASE("staged object: a sequential writer's parts go up before flush, which 
     REQUIRE(obj->write(off, std::span(data).subspan(off, n)).is_ok());
   }
   // Parts 1..4 (5 MiB each) are full and behind the writer: they upload in the background.
-  for (int i = 0; i < 400 && f.store.call_count(Op::kUploadPart) < 4; ++i) ::usleep(5000);
+  testing::eventually([&] { return f.store.call_count(Op::kUploadPart) >= 4; });
   CHECK(f.store.call_count(Op::kUploadPart) == 4);
   CHECK(f.bucket.object_count() == 0);  // nothing visible before complete
   auto r = obj->flush();
@@ -199,8 +200,7 @@ TEST_CASE("staged object: write-through puts the chunks in the cache under the n
   REQUIRE(info.is_ok());
   std::atomic<bool> done{false};
   obj->write_through(*info, [&] { done = true; });
-  for (int i = 0; i < 400 && !done; ++i) ::usleep(5000);
-  REQUIRE(done);
+  REQUIRE(testing::eventually([&] { return done.load(); }));
   for (uint64_t i = 0; i < 4; ++i) {
     auto c = f.cache.get(ChunkKey{"b", "wt", info->etag, i});
     REQUIRE(c != nullptr);
@@ -215,7 +215,7 @@ TEST_CASE("staged object: discard aborts the open upload and uploads nothing", "
   auto obj = f.uploader->make("gone");
   REQUIRE(obj->stage_empty().is_ok());
   REQUIRE(obj->write(0, bytes_of(16 * kMiB, 7)).is_ok());
-  for (int i = 0; i < 400 && f.store.call_count(Op::kUploadPart) < 2; ++i) ::usleep(5000);
+  testing::eventually([&] { return f.store.call_count(Op::kUploadPart) >= 2; });
   obj->discard();
   CHECK_FALSE(obj->dirty());
   REQUIRE(obj->flush().is_ok());
@@ -230,7 +230,7 @@ TEST_CASE("staged object: discard while the multipart upload is being created do
   auto obj = f.uploader->make("doomed");
   REQUIRE(obj->stage_empty().is_ok());
   REQUIRE(obj->write(0, bytes_of(16 * kMiB, 8)).is_ok());
-  for (int i = 0; i < 400 && f.store.call_count(Op::kCreateMultipart) == 0; ++i) ::usleep(1000);
+  REQUIRE(testing::eventually([&] { return f.store.call_count(Op::kCreateMultipart) > 0; }));
   REQUIRE(f.store.call_count(Op::kCreateMultipart) == 1);
   // The upload being created sees the discard when CreateMultipartUpload answers. A deadlock
   // here would hang the whole run, so discard runs on its own thread and a hang aborts loudly.
