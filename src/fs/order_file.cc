@@ -2,17 +2,12 @@
 
 #include <charconv>
 
+#include "common/hex.h"
+
 namespace warmfs {
 namespace {
 
 bool needs_escape(unsigned char c) { return c == '%' || c <= 0x20 || c == 0x7f; }
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 Result<std::string> unescape(std::string_view s) {
   std::string out;
@@ -22,8 +17,8 @@ Result<std::string> unescape(std::string_view s) {
       out += s[i];
       continue;
     }
-    const int hi = i + 2 < s.size() ? hex_value(s[i + 1]) : -1;
-    const int lo = i + 2 < s.size() ? hex_value(s[i + 2]) : -1;
+    const int hi = i + 2 < s.size() ? hex_digit_value(s[i + 1]) : -1;
+    const int lo = i + 2 < s.size() ? hex_digit_value(s[i + 2]) : -1;
     if (hi < 0 || lo < 0) return Status(Errc::kInvalidArgument, "bad %XX escape in the path");
     out += static_cast<char>(hi * 16 + lo);
     i += 2;
@@ -58,7 +53,6 @@ bool is_sep(char c) { return c == ' ' || c == '\t'; }
 }  // namespace
 
 std::string escape_order_path(std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   out.reserve(path.size());
   for (char ch : path) {
@@ -68,8 +62,7 @@ std::string escape_order_path(std::string_view path) {
       continue;
     }
     out += '%';
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
+    append_hex_byte(out, c, HexCase::kUpper);
   }
   return out;
 }

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "common/hex.h"
+
 namespace warmfs {
 namespace {
 
@@ -26,16 +28,11 @@ constexpr uint8_t kEtagRaw = 0;      // a length byte, then the ETag as is
 constexpr uint8_t kEtagMd5 = 1;      // 16 bytes: an ETag of 32 lowercase hex digits
 constexpr uint8_t kEtagMd5Dash = 2;  // 16 bytes, a length byte, the rest ("-N" of a multipart)
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
+// Lower case only: the ETag decoded from the 16 bytes is written in lower case.
 bool lower_hex32(std::string_view s) {
   if (s.size() < 32) return false;
   for (size_t i = 0; i < 32; ++i)
-    if (hex_value(s[i]) < 0) return false;
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return false;
   return true;
 }
 
@@ -43,7 +40,8 @@ void put_etag(std::string& out, std::string_view etag) {
   if (lower_hex32(etag) && (etag.size() == 32 || etag[32] == '-')) {
     out.push_back(static_cast<char>(etag.size() == 32 ? kEtagMd5 : kEtagMd5Dash));
     for (size_t i = 0; i < 32; i += 2)
-      out.push_back(static_cast<char>(hex_value(etag[i]) << 4 | hex_value(etag[i + 1])));
+      out.push_back(
+          static_cast<char>(hex_digit_value(etag[i]) << 4 | hex_digit_value(etag[i + 1])));
     if (etag.size() > 32) {
       out.push_back(static_cast<char>(etag.size() - 32));
       out.append(etag.substr(32));
@@ -57,7 +55,6 @@ void put_etag(std::string& out, std::string_view etag) {
 
 // Decodes the ETag at *pos of data, advancing *pos; false if it runs past the end.
 bool get_etag(std::string_view data, size_t* pos, std::string* etag) {
-  static constexpr char kHex[] = "0123456789abcdef";
   if (*pos >= data.size()) return false;
   const uint8_t kind = static_cast<uint8_t>(data[(*pos)++]);
   if (kind == kEtagRaw) {
@@ -71,12 +68,8 @@ bool get_etag(std::string_view data, size_t* pos, std::string* etag) {
   if (kind != kEtagMd5 && kind != kEtagMd5Dash) return false;
   if (data.size() - *pos < 16) return false;
   if (etag) {
-    etag->resize(32);
-    for (size_t i = 0; i < 16; ++i) {
-      const uint8_t b = static_cast<uint8_t>(data[*pos + i]);
-      (*etag)[2 * i] = kHex[b >> 4];
-      (*etag)[2 * i + 1] = kHex[b & 15];
-    }
+    etag->clear();
+    for (size_t i = 0; i < 16; ++i) append_hex_byte(*etag, static_cast<uint8_t>(data[*pos + i]));
   }
   *pos += 16;
   if (kind == kEtagMd5Dash) {
