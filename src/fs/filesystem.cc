@@ -189,7 +189,7 @@ Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<s
 
 Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint64_t length,
                                        std::vector<ChunkSlice>& out) {
-  if (handle.ino() == kOrderFileIno) return handle.reader().read_slices(offset, length, out);
+  if (handle.ino() == kOrderFileIno) return handle.reader()->read_slices(offset, length, out);
   const auto start = clock_.now();
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   Result<size_t> r = size_t{0};
@@ -208,7 +208,9 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
       if (*r > 0) out.push_back(ChunkSlice{std::move(chunk), 0, *r});
     }
   } else {
-    r = handle.reader().read_slices(offset, length, out);
+    r = handle.reader()->read_slices(offset, length, out);
+    if (!r.is_ok() && r.code() == Errc::kNotFound && follow_move(handle))
+      r = handle.reader()->read_slices(offset, length, out);
   }
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now() - start);
   read_latency_us_.record(static_cast<uint64_t>(ns.count()) / 1000);
@@ -221,6 +223,20 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
   }
   bytes_read_.fetch_add(*r, std::memory_order_relaxed);
   return r;
+}
+
+bool Filesystem::follow_move(FileHandle& handle) {
+  const ObjectVersion old = handle.version();
+  auto key = meta_.key_of(handle.ino());
+  if (!key.is_ok() || *key == old.key) return false;
+  // The object at the new key is the one the rename copied: same bytes, and the same size
+  // (its ETag may differ: a copy of a multipart object has a new one).
+  auto info = store_.head(*key);
+  if (!info.is_ok() || info->size != old.size) return false;
+  ObjectVersion moved{*key, info->etag, info->size};
+  log::info("{:?} moved to {:?}: an open handle follows it", old.key, moved.key);
+  handle.follow(moved, read_path_.open(moved));
+  return true;
 }
 
 StatfsResult Filesystem::statfs() const {

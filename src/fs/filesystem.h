@@ -120,13 +120,22 @@ struct ControlWrite {
 
 // One open file: the version it reads and its read-ahead state; for a file being written,
 // the inode's write state.
+//
+// Thread safe: the kernel may read through one handle from several threads at once. The
+// version and its reader change together when the file moves (a rename by this mount).
 class FileHandle {
  public:
   FileHandle(uint64_t ino, ObjectVersion version, std::unique_ptr<Reader> reader)
       : ino_(ino), version_(std::move(version)), reader_(std::move(reader)) {}
   uint64_t ino() const { return ino_; }
-  const ObjectVersion& version() const { return version_; }
-  Reader& reader() { return *reader_; }
+  ObjectVersion version() const {
+    std::lock_guard lock(mu_);
+    return version_;
+  }
+  std::shared_ptr<Reader> reader() const {
+    std::lock_guard lock(mu_);
+    return reader_;
+  }
   // The inode's write state when it has one (opened for writing, or while written).
   const std::shared_ptr<StagedObject>& staged() const { return staged_; }
   bool writable() const { return writable_; }
@@ -135,10 +144,18 @@ class FileHandle {
 
  private:
   friend class Filesystem;
+  // The object moved: reads go to its new key from now on.
+  void follow(ObjectVersion version, std::shared_ptr<Reader> reader) {
+    std::lock_guard lock(mu_);
+    version_ = std::move(version);
+    reader_ = std::move(reader);
+  }
+
   std::shared_ptr<ControlWrite> control_;
   uint64_t ino_;
+  mutable std::mutex mu_;  // protects version_ and reader_
   ObjectVersion version_;
-  std::unique_ptr<Reader> reader_;
+  std::shared_ptr<Reader> reader_;
   std::shared_ptr<StagedObject> staged_;
   bool writable_ = false;
 };
@@ -332,6 +349,9 @@ class Filesystem {
   // After an upload nobody can retry failed: unless a handle holds obj, the file goes back to
   // what the bucket holds (a file never uploaded leaves the namespace).
   void abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
+  // A read found the handle's object gone: if this mount moved it (a rename of the file or of
+  // a directory above it), the handle follows it to its new key. False if it did not move.
+  bool follow_move(FileHandle& handle);
   Status rename_dir(const std::string& from_key, const std::string& to_key, bool to_exists);
   // A directory rename that failed: deletes the copies of the first `copied` keys whose
   // source is still in the bucket, so the failure changes nothing there (best effort).

@@ -157,4 +157,36 @@ TEST_CASE("fs write: a read-only mount refuses every write with kReadOnly", "[fs
   CHECK(f.object("a") == "A");
 }
 
+TEST_CASE("fs write: a handle open across a rename of its directory or of itself reads on",
+          "[fs][write]") {
+  FsFixture f({.writable = true});
+  std::string data(300000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + (i * 7) % 26);
+  f.bucket.put_object("d/x", data);
+  auto read_all = [&](FileHandle& h) {
+    std::vector<std::byte> buf(data.size() + 10);
+    auto n = f.fs->read(h, 0, buf);
+    REQUIRE(n.is_ok());
+    return std::string(reinterpret_cast<const char*>(buf.data()), *n);
+  };
+  auto x = f.resolve("d/x");
+  REQUIRE(x.is_ok());
+  auto o = f.fs->open(x->ino, O_RDONLY);
+  REQUIRE(o.is_ok());
+  // Nothing of it is cached yet: the reads after the rename go to the bucket, at the new key.
+  REQUIRE(f.fs->rename(kRootIno, "d", kRootIno, "e", 0).is_ok());
+  CHECK(f.object("d/x") == "<absent>");
+  CHECK(read_all(*o->handle) == data);
+  f.fs->release(std::move(o->handle));
+
+  f.bucket.put_object("e/big", data);
+  auto e = f.resolve("e");
+  auto big = f.resolve("e/big");
+  REQUIRE(big.is_ok());
+  auto o2 = f.fs->open(big->ino, O_RDONLY);
+  REQUIRE(o2.is_ok());
+  REQUIRE(f.fs->rename(e->ino, "big", e->ino, "moved", 0).is_ok());
+  CHECK(read_all(*o2->handle) == data);
+  f.fs->release(std::move(o2->handle));
+}
 }  // namespace warmfs
