@@ -503,8 +503,12 @@ class Prefetch(SsdCase):
                           f" {s1}\n{ssd.log_lines(m, 'prefetch')}")
             time.sleep(0.2)
             s1 = m.stats()
-        # bytes_read counts the bytes the prefetcher read; let it finish its last file's stats
-        time.sleep(0.5)
+        # The prefetcher says when it is done (its last file's reads have all returned).
+        while not any("prefetch: " in line and " files, " in line
+                      for line in m.log.read_text(errors="replace").splitlines()):
+            if time.monotonic() > deadline:
+                self.fail(f"--prefetch did not finish in 60 s: {ssd.log_lines(m, 'prefetch')}")
+            time.sleep(0.1)
         s1 = m.stats()
         ssd.drop_page_cache()
         ssd.check_files(self, m, PRE, "after --prefetch")
