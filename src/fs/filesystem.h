@@ -352,6 +352,8 @@ class Filesystem {
   // A read found the handle's object gone: if this mount moved it (a rename of the file or of
   // a directory above it), the handle follows it to its new key. False if it did not move.
   bool follow_move(FileHandle& handle);
+  // ensure_staged() from the version the handle reads, following a move (follow_move).
+  Status stage_through(FileHandle& handle, StagedObject& obj);
   Status rename_dir(const std::string& from_key, const std::string& to_key, bool to_exists);
   // A directory rename that failed: deletes the copies of the first `copied` keys whose
   // source is still in the bucket, so the failure changes nothing there (best effort).

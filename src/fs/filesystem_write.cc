@@ -119,6 +119,14 @@ Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version
   });
 }
 
+Status Filesystem::stage_through(FileHandle& handle, StagedObject& obj) {
+  Status st = ensure_staged(obj, handle.version());
+  // Renamed here since the handle opened: its bytes are at the new key.
+  if (st.code() == Errc::kNotFound && follow_move(handle))
+    st = ensure_staged(obj, handle.version());
+  return st;
+}
+
 void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj,
                            const ObjectInfo& info) {
   if (info.etag.empty()) return;  // nothing was uploaded
@@ -180,7 +188,7 @@ Result<size_t> Filesystem::write(FileHandle& handle, uint64_t offset,
   if (!handle.writable() || !handle.staged())
     return Status(Errc::kInvalidArgument, "not open for writing");
   StagedObject& obj = *handle.staged();
-  WARMFS_RETURN_IF_ERROR(ensure_staged(obj, handle.version()));
+  WARMFS_RETURN_IF_ERROR(stage_through(handle, obj));
   meta_.content_changed(handle.ino());
   return obj.write(offset, data);
 }
@@ -260,7 +268,8 @@ Result<Attr> Filesystem::setattr(uint64_t ino, const SetAttrRequest& request, Fi
     if (*request.size == 0) {
       st = obj->stage_empty();
     } else {
-      st = ensure_staged(*obj, own ? ObjectVersion{key, n.etag, n.size} : handle->version());
+      st = own ? ensure_staged(*obj, ObjectVersion{key, n.etag, n.size})
+               : stage_through(*handle, *obj);
       if (st.is_ok()) st = obj->truncate(*request.size);
     }
     // truncate(2) of a path has no close to come: make it durable now.

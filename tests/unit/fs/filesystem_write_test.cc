@@ -189,4 +189,21 @@ TEST_CASE("fs write: a handle open across a rename of its directory or of itself
   CHECK(read_all(*o2->handle) == data);
   f.fs->release(std::move(o2->handle));
 }
+
+TEST_CASE("fs write: a handle open for writing across a rename of its directory writes on",
+          "[fs][write]") {
+  // Its first write stages the object's bytes from where they are now.
+  FsFixture f({.writable = true});
+  f.bucket.put_object("d/x", "0123456789");
+  auto x = f.resolve("d/x");
+  REQUIRE(x.is_ok());
+  auto o = f.fs->open(x->ino, O_WRONLY);
+  REQUIRE(o.is_ok());
+  REQUIRE(f.fs->rename(kRootIno, "d", kRootIno, "e", 0).is_ok());
+  REQUIRE(f.write(*o->handle, 10, "ab").is_ok());
+  REQUIRE(f.fs->flush(*o->handle).is_ok());
+  f.fs->release(std::move(o->handle));
+  CHECK(f.object("e/x") == "0123456789ab");
+  CHECK(f.object("d/x") == "<absent>");
+}
 }  // namespace warmfs
