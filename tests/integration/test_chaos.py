@@ -265,7 +265,8 @@ class Reads(ChaosCase):
                             out.failed(f"{key} pread({off}, {length})", e, time.monotonic() - start)
                             continue
                         if got != data[off:off + length]:
-                            out.add("wrong", f"{key} pread({off}, {length}): {len(got)} bytes differ")
+                            out.add("wrong",
+                                    f"{key} pread({off}, {length}): {len(got)} bytes differ")
                         else:
                             out.ok(len(got), time.monotonic() - start)
                         break

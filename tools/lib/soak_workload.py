@@ -59,6 +59,11 @@ class Tally:
             self.ops[op] += 1
             self.slowest[op] = max(self.slowest[op], time.monotonic() - start)
 
+    def abandon(self) -> None:
+        """The calling thread's operation ended by an exception: no longer in flight."""
+        with self.lock:
+            self.in_flight.pop(threading.get_ident(), None)
+
     def failure(self, op: str, e: OSError) -> None:
         with self.lock:
             self.failed[(op, errno.errorcode.get(e.errno, str(e.errno)))] += 1
