@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import harness
@@ -46,9 +44,7 @@ def drop_page_cache() -> None:
 
 def temp_dir(cleanup, prefix: str = "warmfs-ssd-") -> Path:
     """A fresh directory, removed (with everything in it) by `cleanup`."""
-    d = Path(tempfile.mkdtemp(prefix=prefix))
-    cleanup(shutil.rmtree, d, True)
-    return d
+    return harness.temp_dir(cleanup, prefix)
 
 
 def mount_tmpfs(cleanup, path: Path, size: str, read_only: bool = False) -> Path:

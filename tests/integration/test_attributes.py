@@ -4,11 +4,9 @@ s3fs. Ends with a few pjdfstest files through tools/pjdfstest, so that tool keep
 """
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -129,9 +127,7 @@ class Attributes(harness.WarmfsTestCase):
         self.assertTrue(stat.S_ISLNK(os.lstat(again.path / "to-file").st_mode))
 
     def tmpdir(self) -> Path:
-        d = Path(tempfile.mkdtemp(prefix="warmfs-attrs-"))
-        self.addCleanup(shutil.rmtree, d, True)
-        return d
+        return harness.temp_dir(self.addCleanup, "warmfs-attrs-")
 
 
 class S3fsInterop(harness.WarmfsTestCase):

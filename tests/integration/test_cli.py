@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -28,17 +27,8 @@ def setUpModule():
 
 
 def _tempdir(case) -> Path:
-    d = Path(tempfile.mkdtemp(prefix="warmfs-cli-"))
-
-    def cleanup():
-        harness.force_unmount(d / "mnt")
-        if not harness.is_mounted(d / "mnt"):
-            import shutil
-            shutil.rmtree(d, ignore_errors=True)
-    case.addCleanup(cleanup)
-    (d / "mnt").mkdir()
-    (d / "home").mkdir()
-    return d
+    return harness.temp_dir(case.addCleanup, "warmfs-cli-", subdirs=("mnt", "home"),
+                            mounts=("mnt",))
 
 
 class RefusedMounts(harness.WarmfsTestCase):

@@ -13,10 +13,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -324,8 +322,7 @@ class Serve(CredentialsCase):
     def test_serve_with_web_identity(self):
         token_file = harness.log_dir("credentials") / "serve.token"
         token_file.write_text("eyJhbGciOiJSUzI1NiJ9.serve-token")
-        home = Path(tempfile.mkdtemp(prefix="warmfs-cred-serve-"))
-        self.addCleanup(shutil.rmtree, home, True)
+        home = harness.temp_dir(self.addCleanup, "warmfs-cred-serve-")
         port = harness.free_port()
         log = harness.log_dir("servers") / f"warmfs-serve-creds-{port}.log"
         env = harness.base_env(home, extra=env_no_keys(AWS_WEB_IDENTITY_TOKEN_FILE=str(token_file),

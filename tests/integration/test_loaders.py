@@ -78,8 +78,7 @@ class Helper(harness.WarmfsTestCase):
         self.assertIn("OK", run.stderr)
 
     def test_pip_install_offline(self):
-        target = Path(tempfile.mkdtemp(prefix="warmfs-pip-"))
-        self.addCleanup(shutil.rmtree, target, True)
+        target = harness.temp_dir(self.addCleanup, "warmfs-pip-")
         run = self.run_py(["-m", "pip", "install", "--no-index", "--no-cache-dir", "--target",
                            str(target), str(PYTHON_DIR)])
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)

@@ -23,11 +23,9 @@ test fails. Data on s3rver.
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import unittest
 from pathlib import Path
@@ -88,8 +86,7 @@ class MountMetrics(harness.WarmfsTestCase):
 
     def test_busy_mount_scrapes_are_valid_monotonic_and_agree_with_stats(self):
         port = harness.free_port()
-        cache_dir = Path(tempfile.mkdtemp(prefix="warmfs-metrics-cache-"))
-        self.addCleanup(shutil.rmtree, cache_dir, True)
+        cache_dir = harness.temp_dir(self.addCleanup, "warmfs-metrics-cache-")
         m = self.mount(S3RVER, f"s3://{BUCKET}",
                        args=["--metrics-listen", f"127.0.0.1:{port}", "--cache-dir", str(cache_dir),
                              "--cache-size", "256M"])
@@ -236,10 +233,8 @@ class ListenErrors(harness.WarmfsTestCase):
     def test_serve_with_metrics_port_in_use_exits_before_serving(self):
         port = self._busy_port()
         listen = harness.free_port()
-        cache_dir = Path(tempfile.mkdtemp(prefix="warmfs-metrics-serve-"))
-        self.addCleanup(shutil.rmtree, cache_dir, True)
-        home = Path(tempfile.mkdtemp(prefix="warmfs-metrics-home-"))
-        self.addCleanup(shutil.rmtree, home, True)
+        cache_dir = harness.temp_dir(self.addCleanup, "warmfs-metrics-serve-")
+        home = harness.temp_dir(self.addCleanup, "warmfs-metrics-home-")
         run = harness.run_cli(serve_args(cache_dir, listen) + [
                               "--metrics-listen", f"127.0.0.1:{port}",
                               "--log-file", str(home / "serve.log")],
@@ -249,8 +244,7 @@ class ListenErrors(harness.WarmfsTestCase):
             self.assertNotEqual(s.connect_ex(("127.0.0.1", listen)), 0, "serve still listening")
 
     def test_bad_metrics_addresses_are_usage_errors(self):
-        home = Path(tempfile.mkdtemp(prefix="warmfs-metrics-home-"))
-        self.addCleanup(shutil.rmtree, home, True)
+        home = harness.temp_dir(self.addCleanup, "warmfs-metrics-home-")
         env = harness.base_env(home)
         for bad, why in (("127.0.0.1:0", "between 1 and 65535"), ("example.com:9100", "host"),
                          ("9100", "HOST:PORT"), ("127.0.0.1:99999", "up to 65535")):
@@ -276,10 +270,8 @@ class ServeMetrics(harness.WarmfsTestCase):
 
     def test_serve_metrics_after_a_mount_reads_through_it(self):
         listen, mport, mount_port = harness.free_port(), harness.free_port(), harness.free_port()
-        cache_dir = Path(tempfile.mkdtemp(prefix="warmfs-metrics-serve-"))
-        self.addCleanup(shutil.rmtree, cache_dir, True)
-        home = Path(tempfile.mkdtemp(prefix="warmfs-metrics-home-"))
-        self.addCleanup(shutil.rmtree, home, True)
+        cache_dir = harness.temp_dir(self.addCleanup, "warmfs-metrics-serve-")
+        home = harness.temp_dir(self.addCleanup, "warmfs-metrics-home-")
         log = harness.log_dir("servers") / f"warmfs-metrics-serve-{listen}.log"
         argv = [str(harness.WARMFS)] + serve_args(cache_dir, listen) + [
             "--metrics-listen", f"127.0.0.1:{mport}"]

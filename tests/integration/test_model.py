@@ -13,8 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import random
-import shutil
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -46,8 +44,7 @@ class Model(harness.WarmfsTestCase):
         seed = int(os.environ.get("WARMFS_MODEL_SEED", "1"))
         ops = int(os.environ.get("WARMFS_MODEL_OPS", "1500"))
         m = self.mount(MOTO, f"s3://{BUCKET}/t{seed}")
-        shadow = Path(tempfile.mkdtemp(prefix="warmfs-model-shadow-"))
-        self.addCleanup(shutil.rmtree, shadow, True)
+        shadow = harness.temp_dir(self.addCleanup, "warmfs-model-shadow-")
         rng = random.Random(seed)
         roots = {"m": m.path, "s": shadow}
         handles: list[dict] = []  # {"m": fd, "s": fd, "path": str, "access": int}

@@ -9,9 +9,7 @@ upload left open.
 """
 
 import hashlib
-import shutil
 import subprocess
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -35,8 +33,7 @@ class Writes(harness.WarmfsTestCase):
     timeout = 300.0
 
     def test_writes_of_the_s3_store_as_boto3_sees_them(self):
-        tmp = Path(tempfile.mkdtemp(prefix="warmfs-moto-writes-"))
-        self.addCleanup(shutil.rmtree, tmp, True)
+        tmp = harness.temp_dir(self.addCleanup, "warmfs-moto-writes-")
         manifest = tmp / "manifest.txt"
         env = {"PATH": harness.BASE_PATH, "HOME": str(tmp), "LANG": "C.UTF-8",
                "AWS_EC2_METADATA_DISABLED": "true",

@@ -22,7 +22,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import unittest
 from pathlib import Path
@@ -45,17 +44,8 @@ def setUpModule():
 
 
 def _tempdir(case, prefix: str) -> Path:
-    d = Path(tempfile.mkdtemp(prefix=prefix))
-
-    def cleanup():
-        for sub in ("mnt", "mnt2"):
-            harness.force_unmount(d / sub)
-        if not any(harness.is_mounted(d / s) for s in ("mnt", "mnt2")):
-            shutil.rmtree(d, ignore_errors=True)
-    case.addCleanup(cleanup)
-    for sub in ("mnt", "home"):
-        (d / sub).mkdir()
-    return d
+    return harness.temp_dir(case.addCleanup, prefix, subdirs=("mnt", "home"),
+                            mounts=("mnt", "mnt2"))
 
 
 def _start(case, argv: list[str], env: dict[str, str], log: Path) -> subprocess.Popen:
@@ -80,8 +70,7 @@ class NotifySocket:
     newline-separated VAR=value fields."""
 
     def __init__(self, case):
-        self.dir = Path(tempfile.mkdtemp(prefix="warmfs-notify-"))
-        case.addCleanup(shutil.rmtree, self.dir, True)
+        self.dir = harness.temp_dir(case.addCleanup, "warmfs-notify-")
         self.path = str(self.dir / "notify.sock")
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         case.addCleanup(self.sock.close)
@@ -264,8 +253,7 @@ class DebianPackage(harness.WarmfsTestCase):
         if _run(["dpkg-query", "-W", "-f=${Status}", "warmfs"]).stdout.endswith(" installed"):
             raise harness.HarnessError("a warmfs package is installed already; this test installs "
                                        "and removes its own (dpkg -r warmfs first)")
-        cls.out = Path(tempfile.mkdtemp(prefix="warmfs-deb-out-"))
-        cls.addClassCleanup(shutil.rmtree, cls.out, True)
+        cls.out = harness.temp_dir(cls.addClassCleanup, "warmfs-deb-out-")
         run = _run([harness.REPO / "tools" / "build-deb", "--out", cls.out],
                    timeout=BUILD_TIMEOUT, env={"PATH": harness.BASE_PATH, "LANG": "C.UTF-8",
                                                "HOME": str(cls.out)})

@@ -22,9 +22,7 @@ Bad input: a missing bucket, an unreachable endpoint, a bad size: one line, non-
 
 import json
 import os
-import shutil
 import random
-import tempfile
 import threading
 import time
 import unittest
@@ -59,8 +57,7 @@ def setUpModule():
 
 
 def home_dir():
-    home = Path(tempfile.mkdtemp(prefix="warmfs-plan-home-"))
-    unittest.addModuleCleanup(shutil.rmtree, home, True)
+    home = harness.temp_dir(unittest.addModuleCleanup, "warmfs-plan-home-")
     return home
 
 
@@ -113,8 +110,7 @@ class PlanAgainstRuns(harness.WarmfsTestCase):
         return time.monotonic() - start
 
     def test_predictions_match_three_shuffled_epochs(self):
-        cache_dir = Path(tempfile.mkdtemp(prefix="warmfs-plan-cache-"))
-        self.addCleanup(shutil.rmtree, cache_dir, True)
+        cache_dir = harness.temp_dir(self.addCleanup, "warmfs-plan-cache-")
         run = plan_cli(["s3://plan/ds", "--epochs", str(EPOCHS), *MOUNT_ARGS,
                         "--cache-dir", str(cache_dir / "probe"), "--probe-seconds", "1",
                         "--json"])
@@ -168,8 +164,7 @@ class PlanAgainstRuns(harness.WarmfsTestCase):
         self.assertEqual(plan["recommendation"]["scenario"], "node-cache", plan["recommendation"])
 
     def test_dataset_from_a_snapshot_file_a_stored_snapshot_and_a_mount(self):
-        tmp = Path(tempfile.mkdtemp(prefix="warmfs-plan-snap-"))
-        self.addCleanup(shutil.rmtree, tmp, True)
+        tmp = harness.temp_dir(self.addCleanup, "warmfs-plan-snap-")
         env = harness.base_env(tmp, S3RVER.key, S3RVER.secret)
         s3 = ["--endpoint", S3RVER.endpoint, "--region", harness.REGION, "--path-style"]
         for where in ([str(tmp / "ds.snap")], ["--name", "v1"]):

@@ -22,11 +22,9 @@ import io
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import tarfile
-import tempfile
 import threading
 import time
 import unittest
@@ -104,8 +102,7 @@ class CacheServer:
         self.key, self.secret = key or s3.key, secret or s3.secret
         self.proc: subprocess.Popen | None = None
         self.log = harness.log_dir("servers") / f"warmfs-{name}-{self.port}.log"
-        self.home = Path(tempfile.mkdtemp(prefix="warmfs-serve-home-"))
-        case.addCleanup(shutil.rmtree, self.home, True)
+        self.home = harness.temp_dir(case.addCleanup, "warmfs-serve-home-")
         case.addCleanup(self.stop)
         self.scheme = "https" if "--tls-cert" in self.extra else "http"
 

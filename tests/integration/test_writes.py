@@ -7,11 +7,9 @@ import errno
 import hashlib
 import os
 import random
-import shutil
 import signal
 import subprocess
 import tarfile
-import tempfile
 import threading
 import time
 import unittest
@@ -108,8 +106,7 @@ class Tools(harness.WarmfsTestCase):
 
     def setUp(self):
         super().setUp()
-        self.src = Path(tempfile.mkdtemp(prefix="warmfs-src-"))
-        self.addCleanup(shutil.rmtree, self.src, True)
+        self.src = harness.temp_dir(self.addCleanup, "warmfs-src-")
         rng = random.Random(3)
         self.files = {}
         for i in range(12):
@@ -160,8 +157,7 @@ class RandomWrites(harness.WarmfsTestCase):
         byte for byte the same, through the mount and in the bucket, after every fsync."""
         harness.put_object(MOTO.client(), BUCKET, "rw/existing.bin", harness.make_data(3 * MiB + 1, 9))
         m = self.mount(MOTO, f"s3://{BUCKET}/rw")
-        shadow_dir = Path(tempfile.mkdtemp(prefix="warmfs-shadow-"))
-        self.addCleanup(shutil.rmtree, shadow_dir, True)
+        shadow_dir = harness.temp_dir(self.addCleanup, "warmfs-shadow-")
         rng = random.Random(11)
         for name, start in (("new.bin", b""), ("existing.bin", harness.make_data(3 * MiB + 1, 9))):
             shadow = shadow_dir / name
@@ -362,8 +358,7 @@ class Failures(harness.WarmfsTestCase):
         c = MOTO.client()
         old = harness.make_data(2 * MiB, 31)
         harness.put_object(c, BUCKET, "k9/existing.bin", old)
-        staging = Path(tempfile.mkdtemp(prefix="warmfs-staging-"))
-        self.addCleanup(shutil.rmtree, staging, True)
+        staging = harness.temp_dir(self.addCleanup, "warmfs-staging-")
         m = self.mount(MOTO, f"s3://{BUCKET}/k9", args=["--staging-dir", str(staging)])
         for name in ("existing.bin", "new.bin"):
             fd = os.open(m.path / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -388,8 +383,7 @@ class Failures(harness.WarmfsTestCase):
         """A staging dir on a 16 MiB tmpfs: a write past its size fails with ENOSPC; the bucket
         keeps the old object until close, which uploads exactly the bytes write() accepted (as
         a local filesystem keeps them); the mount goes on working once space is free."""
-        staging = Path(tempfile.mkdtemp(prefix="warmfs-small-staging-"))
-        self.addCleanup(shutil.rmtree, staging, True)
+        staging = harness.temp_dir(self.addCleanup, "warmfs-small-staging-")
         run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(staging)])
         self.addCleanup(subprocess.run, ["umount", "-l", str(staging)], check=False)
         c = MOTO.client()

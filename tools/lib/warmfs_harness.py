@@ -688,6 +688,24 @@ def force_unmount(path: Path | str) -> None:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=15)
 
 
+def temp_dir(cleanup, prefix: str = "warmfs-it-", subdirs: tuple[str, ...] = (),
+             mounts: tuple[str, ...] = ()) -> Path:
+    """A fresh directory with `subdirs` made in it, removed with everything in it by `cleanup`
+    (a test's addCleanup): its `mounts` (subdirectories something may have mounted on) are
+    unmounted first, and the tree is kept if one stays mounted (never delete through a mount)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+
+    def remove():
+        for sub in mounts:
+            force_unmount(d / sub)
+        if not any(is_mounted(d / sub) for sub in mounts):
+            shutil.rmtree(d, ignore_errors=True)
+    cleanup(remove)
+    for sub in subdirs:
+        (d / sub).mkdir()
+    return d
+
+
 class Mount:
     """A warmfs mount of `url` in a fresh temp dir. Use start(); close() always cleans up."""
 
