@@ -375,13 +375,7 @@ class Lock(SsdCase):
         m = harness.Mount(S3RVER, "s3://ssd-ds", args=args, name=self._testMethodName + "-refused")
         self.addCleanup(m.close)
         run = harness.run_cli(m.args, m.env, timeout=30)
-        leftovers = harness.wait_gone(harness.daemon_pids(m.path), 10)  # a child on its way out
-        self.assertFalse(harness.is_mounted(m.path), f"a mount was left\n{run.describe()}")
-        self.assertEqual(leftovers, [], f"a daemon was left running\n{run.describe()}")
-        self.assertNotEqual(run.rc, 0, run.describe())
-        self.assertLess(run.seconds, REFUSE_WITHIN, run.describe())
-        lines = [ln for ln in (run.stdout + run.stderr).splitlines() if ln.strip()]
-        self.assertEqual(len(lines), 1, f"want exactly one line\n{run.describe()}")
+        lines = self.assert_refused(run, m.path, REFUSE_WITHIN)
         self.assertTrue(lines[0].startswith("warmfs: "), run.describe())
         return run, lines[0]
 

@@ -834,5 +834,21 @@ class WarmfsTestCase(unittest.TestCase):
         for m in mounts:
             m.kill_daemon()
 
+    def assert_refused(self, run: Run, mnt: Path | str, within: float) -> list[str]:
+        """A mount that must be refused: no mount and no daemon left (a child on its way out
+        gets 10 s, then is killed), a non-zero exit within `within` seconds, and exactly one
+        line of output, which it returns."""
+        leftovers = wait_gone(daemon_pids(mnt), 10)
+        for pid in leftovers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.assertFalse(is_mounted(mnt), f"a mount was left\n{run.describe()}")
+        self.assertEqual(leftovers, [], f"a daemon was left running\n{run.describe()}")
+        self.assertNotEqual(run.rc, 0, run.describe())
+        self.assertLess(run.seconds, within, run.describe())
+        lines = [line for line in (run.stdout + run.stderr).splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, f"want exactly one line\n{run.describe()}")
+        return lines
+
     def mount(self, server: _Server, url: str, **kw) -> Mount:
         return mount(self.addCleanup, server, url, name=self._testMethodName, **kw)
