@@ -166,14 +166,7 @@ class Outcomes:
                 f"{len(self.gave_up)}, slowest read {self.slowest:.1f} s")
 
 
-def read_file(path: Path, block: int = MiB) -> bytes:
-    with open(path, "rb", buffering=0) as f:
-        # A file read again must reach warmfs, not the kernel's page cache of the mount.
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        parts = []
-        while b := f.read(block):
-            parts.append(b)
-    return b"".join(parts)
+read_file = harness.read_uncached
 
 
 def read_until_right(out: Outcomes, path: Path, data: bytes, what: str, tries: int = 8) -> None:

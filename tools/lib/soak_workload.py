@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import warmfs_harness as harness
+
 KiB = 1024
 MiB = 1024 * KiB
 TRIES = 6              # attempts of one operation before it counts as never completed
@@ -98,14 +100,7 @@ class Shadow:
     sha: str
 
 
-def read_whole(path: Path) -> bytes:
-    with open(path, "rb", buffering=0) as f:
-        # Reach warmfs, not the kernel's page cache of the mount.
-        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        parts = []
-        while b := f.read(MiB):
-            parts.append(b)
-    return b"".join(parts)
+read_whole = harness.read_uncached
 
 
 def pick_size(rng: random.Random) -> int:

@@ -688,6 +688,17 @@ def force_unmount(path: Path | str) -> None:
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=15)
 
 
+def read_uncached(path: Path | str, block: int = MiB) -> bytes:
+    """The whole file, read in blocks with the kernel's page cache of it dropped first, so that
+    a file read again reaches warmfs."""
+    with open(path, "rb", buffering=0) as f:
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        parts = []
+        while b := f.read(block):
+            parts.append(b)
+    return b"".join(parts)
+
+
 def temp_dir(cleanup, prefix: str = "warmfs-it-", subdirs: tuple[str, ...] = (),
              mounts: tuple[str, ...] = ()) -> Path:
     """A fresh directory with `subdirs` made in it, removed with everything in it by `cleanup`
