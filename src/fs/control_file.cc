@@ -192,14 +192,14 @@ void Filesystem::epoch_tick() {
   epochs_.update(epoch_counters(), oc.order_entries - std::min(oc.order_entries, oc.order_read));
 }
 
-void Filesystem::order_read_started(const FileHandle& handle, uint64_t offset, uint64_t length) {
+void Filesystem::order_read_started(std::string_view key, uint64_t offset, uint64_t length) {
   // Epochs roll before the read counts, so the read that finds an epoch over is the next's.
   epoch_tick();
-  order_->read_started(handle.version().key, offset, length);
+  order_->read_started(key, offset, length);
 }
 
-void Filesystem::order_read_finished(const FileHandle& handle, uint64_t offset, uint64_t length) {
-  order_->read_finished(handle.version().key, offset, length);
+void Filesystem::order_read_finished(std::string_view key, uint64_t offset, uint64_t length) {
+  order_->read_finished(key, offset, length);
   epochs_.note_read(std::chrono::duration<double>(clock_.now() - started_).count());
 }
 

@@ -189,11 +189,13 @@ Result<size_t> Filesystem::read(FileHandle& handle, uint64_t offset, std::span<s
 
 Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint64_t length,
                                        std::vector<ChunkSlice>& out) {
-  if (handle.ino() == kOrderFileIno) return handle.reader()->read_slices(offset, length, out);
+  std::shared_ptr<FileHandle::Source> src = handle.source();
+  if (handle.ino() == kOrderFileIno) return src->reader->read_slices(offset, length, out);
   const auto start = clock_.now();
   read_requests_.fetch_add(1, std::memory_order_relaxed);
   Result<size_t> r = size_t{0};
-  order_read_started(handle, offset, length);
+  const std::shared_ptr<FileHandle::Source> opened = src;  // the key the order counts
+  order_read_started(opened->version.key, offset, length);
   std::shared_ptr<StagedObject> staged = handle.staged();
   // Written through another handle since this one opened: reads see those bytes too.
   if (!staged && uploader_ != nullptr) staged = find_live_staged(handle.ino());
@@ -208,17 +210,19 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
       if (*r > 0) out.push_back(ChunkSlice{std::move(chunk), 0, *r});
     }
   } else {
-    r = handle.reader()->read_slices(offset, length, out);
-    if (!r.is_ok() && r.code() == Errc::kNotFound && follow_move(handle))
-      r = handle.reader()->read_slices(offset, length, out);
+    r = src->reader->read_slices(offset, length, out);
+    if (!r.is_ok() && r.code() == Errc::kNotFound && follow_move(handle)) {
+      src = handle.source();
+      r = src->reader->read_slices(offset, length, out);
+    }
   }
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now() - start);
   read_latency_us_.record(static_cast<uint64_t>(ns.count()) / 1000);
   read_wait_ns_.fetch_add(static_cast<uint64_t>(ns.count()), std::memory_order_relaxed);
-  order_read_finished(handle, offset, length);
+  order_read_finished(opened->version.key, offset, length);
   if (!r.is_ok()) {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
-    log::warn("read of {} at {} failed: {}", handle.version().key, offset, r.status().to_string());
+    log::warn("read of {} at {} failed: {}", src->version.key, offset, r.status().to_string());
     return r;
   }
   bytes_read_.fetch_add(*r, std::memory_order_relaxed);
@@ -226,7 +230,8 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
 }
 
 bool Filesystem::follow_move(FileHandle& handle) {
-  const ObjectVersion old = handle.version();
+  const std::shared_ptr<FileHandle::Source> src = handle.source();
+  const ObjectVersion& old = src->version;
   auto key = meta_.key_of(handle.ino());
   if (!key.is_ok() || *key == old.key) return false;
   // The object at the new key is the one the rename copied: same bytes, and the same size

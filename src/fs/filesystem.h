@@ -122,20 +122,23 @@ struct ControlWrite {
 // the inode's write state.
 //
 // Thread safe: the kernel may read through one handle from several threads at once. The
-// version and its reader change together when the file moves (a rename by this mount).
+// version and its reader are one Source, replaced whole when the file moves (a rename by this
+// mount); a read takes the Source once and uses it throughout.
 class FileHandle {
  public:
+  struct Source {
+    ObjectVersion version;
+    std::unique_ptr<Reader> reader;
+  };
   FileHandle(uint64_t ino, ObjectVersion version, std::unique_ptr<Reader> reader)
-      : ino_(ino), version_(std::move(version)), reader_(std::move(reader)) {}
+      : ino_(ino),
+        source_(std::make_shared<Source>(Source{std::move(version), std::move(reader)})) {}
   uint64_t ino() const { return ino_; }
-  ObjectVersion version() const {
+  std::shared_ptr<Source> source() const {
     std::lock_guard lock(mu_);
-    return version_;
+    return source_;
   }
-  std::shared_ptr<Reader> reader() const {
-    std::lock_guard lock(mu_);
-    return reader_;
-  }
+  ObjectVersion version() const { return source()->version; }
   // The inode's write state when it has one (opened for writing, or while written).
   const std::shared_ptr<StagedObject>& staged() const { return staged_; }
   bool writable() const { return writable_; }
@@ -145,17 +148,16 @@ class FileHandle {
  private:
   friend class Filesystem;
   // The object moved: reads go to its new key from now on.
-  void follow(ObjectVersion version, std::shared_ptr<Reader> reader) {
+  void follow(ObjectVersion version, std::unique_ptr<Reader> reader) {
+    auto moved = std::make_shared<Source>(Source{std::move(version), std::move(reader)});
     std::lock_guard lock(mu_);
-    version_ = std::move(version);
-    reader_ = std::move(reader);
+    source_ = std::move(moved);
   }
 
   std::shared_ptr<ControlWrite> control_;
   uint64_t ino_;
-  mutable std::mutex mu_;  // protects version_ and reader_
-  ObjectVersion version_;
-  std::shared_ptr<Reader> reader_;
+  mutable std::mutex mu_;  // protects source_
+  std::shared_ptr<Source> source_;
   std::shared_ptr<StagedObject> staged_;
   bool writable_ = false;
 };
@@ -304,8 +306,8 @@ class Filesystem {
   // Rolls the epochs when due (before an open or a read counts).
   void epoch_tick();
   // Around every read: the order learns what was read, the epochs roll when due.
-  void order_read_started(const FileHandle& handle, uint64_t offset, uint64_t length);
-  void order_read_finished(const FileHandle& handle, uint64_t offset, uint64_t length);
+  void order_read_started(std::string_view key, uint64_t offset, uint64_t length);
+  void order_read_finished(std::string_view key, uint64_t offset, uint64_t length);
 
   Metadata& meta_;
   ReadPath& read_path_;
