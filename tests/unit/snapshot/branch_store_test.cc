@@ -1,0 +1,438 @@
+#include "snapshot/branch_store.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+
+#include "snapshot/snapshot_lister.h"
+#include "support/fake_clock.h"
+#include "support/memory_object_store.h"
+
+using namespace warmfs;
+
+namespace {
+
+constexpr char kPrefix[] = "data/";
+
+// A bucket whose record writes fail while fail_records is set.
+class Bucket : public MemoryObjectStore {
+ public:
+  explicit Bucket(Clock& clock) : MemoryObjectStore("b", clock) {}
+  std::atomic<bool> fail_records{false};
+  Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
+                         const PutOptions& options) override {
+    if (fail_records && key.ends_with("/record")) return Status(Errc::kIo, "injected failure");
+    return MemoryObjectStore::put(key, body, options);
+  }
+};
+
+void fill(MemoryObjectStore& s) {
+  s.put_object("data/top.txt", "top");
+  s.put_object("data/marker/", "");
+  for (int d = 0; d < 6; ++d) {
+    for (int f = 0; f < 8; ++f)
+      s.put_object(fmt::format("data/d{}/f{}", d, f), fmt::format("{}-{}", d, f));
+    s.put_object(fmt::format("data/d{}/deep/x", d), "x");
+  }
+}
+
+std::string text(const std::vector<std::byte>& b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// Every page of a listing, with a small page size so tokens are exercised.
+std::vector<std::string> all_pages(ObjectStore& s, const std::string& prefix,
+                                   const std::string& delimiter, int max_keys) {
+  std::vector<std::string> out;
+  ListRequest req{prefix, delimiter, "", max_keys};
+  for (;;) {
+    auto page = s.list(req);
+    REQUIRE(page.is_ok());
+    for (auto& o : page->objects)
+      out.push_back(o.key + " " + std::to_string(o.size) + " " + o.etag);
+    for (auto& p : page->common_prefixes) out.push_back(p);
+    if (!page->truncated) break;
+    req.continuation_token = page->next_token;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Bytes of key through s (pinned to what head says), or "<absent>".
+std::string read(ObjectStore& s, const std::string& key) {
+  auto h = s.head(key);
+  if (!h.is_ok()) {
+    CHECK(h.code() == Errc::kNotFound);
+    return "<absent>";
+  }
+  std::vector<std::byte> buf(h->size);
+  auto n = s.get_range(key, 0, buf, h->etag);
+  REQUIRE(n.is_ok());
+  CHECK(*n == h->size);
+  return text(buf);
+}
+
+struct Fixture {
+  FakeClock clock;
+  Bucket bucket{clock};
+  MemoryObjectStore shadow{"b", clock};  // what the branch should show, as a bucket of its own
+  std::shared_ptr<const Manifest> manifest;
+  std::unique_ptr<SnapshotStore> snap;
+
+  Fixture() {
+    fill(bucket);
+    fill(shadow);
+    SnapshotListOptions o;
+    o.concurrency = 2;
+    auto m = take_snapshot(bucket, "b", kPrefix, 42, o);
+    REQUIRE(m.is_ok());
+    manifest = std::make_shared<const Manifest>(std::move(*m));
+    snap = std::make_unique<SnapshotStore>(bucket, manifest);
+  }
+
+  std::unique_ptr<BranchStore> open(const std::string& name, bool writer = true) {
+    auto b = BranchStore::open(bucket, *snap, BranchOptions{name, "snap", writer, 1000});
+    REQUIRE(b.is_ok());
+    return std::move(*b);
+  }
+
+  // The branch shows what the shadow bucket holds: listings (every way) and bytes.
+  void check_same(ObjectStore& branch) {
+    for (const std::string p : {"data/", "data/d0/", "data/d1/", "data/d2/deep/", "data/d",
+                                "data/new/", "data/marker/", "data/zz"}) {
+      for (const std::string delim : {"/", ""}) {
+        for (int max_keys : {1, 3, 1000}) {
+          INFO(p << " '" << delim << "' " << max_keys);
+          REQUIRE(all_pages(branch, p, delim, max_keys) == all_pages(shadow, p, delim, max_keys));
+        }
+      }
+    }
+    for (const std::string& line : all_pages(shadow, kPrefix, "", 1000)) {
+      const std::string key = line.substr(0, line.find(' '));
+      INFO(key);
+      CHECK(read(branch, key) == read(shadow, key));
+    }
+  }
+
+  // The bucket's bytes at key, or "<absent>".
+  std::string object(const std::string& key) {
+    auto b = bucket.object_bytes(key);
+    return b ? text(*b) : "<absent>";
+  }
+
+  // Data objects of branch `name` in the bucket.
+  std::vector<std::string> data_objects(const std::string& name) {
+    std::vector<std::string> out;
+    for (auto& line : all_pages(bucket, branch_data_root(kPrefix, name), "", 1000))
+      out.push_back(line.substr(0, line.find(' ')));
+    return out;
+  }
+
+  // The base snapshot's keys in the bucket are as they were.
+  void check_base_untouched() {
+    for (size_t i = 0; i < manifest->size(); ++i) {
+      const std::string key = kPrefix + std::string(manifest->key(i));
+      auto h = bucket.head(key);
+      REQUIRE(h.is_ok());
+      CHECK(h->etag == manifest->etag(i));
+    }
+  }
+};
+
+Status put(ObjectStore& s, const std::string& key, std::string_view body) {
+  return s.put(key, to_bytes(body), PutOptions{}).status();
+}
+
+// rename as the filesystem core does it: a copy pinned to the source's ETag, then a delete.
+Status rename(ObjectStore& s, const std::string& from, const std::string& to) {
+  auto h = s.head(from);
+  if (!h.is_ok()) return h.status();
+  auto c = s.copy(from, to, h->etag);
+  if (!c.is_ok()) return c.status();
+  return s.remove(from);
+}
+
+}  // namespace
+
+TEST_CASE("a new branch shows the snapshot and copies nothing", "[branch]") {
+  Fixture f;
+  const size_t objects = f.bucket.object_count();
+  const auto before = f.bucket.counters();
+  auto b = f.open("exp1");
+  CHECK(b->created());
+  const auto after = f.bucket.counters();
+  CHECK(after.put_requests - before.put_requests == 1);  // the record
+  CHECK(after.copy_requests == before.copy_requests);
+  CHECK(f.bucket.object_count() == objects + 1);
+  CHECK(f.bucket.head("data/.warmfs/branches/exp1/record").is_ok());
+  f.check_same(*b);
+  // Listings and lookups of unchanged names ask the bucket nothing.
+  const auto lists = f.bucket.counters().list_requests;
+  CHECK(all_pages(*b, kPrefix, "/", 1000).size() == 8);
+  CHECK(b->head("data/d3/f4").is_ok());
+  CHECK(f.bucket.counters().list_requests == lists);
+}
+
+TEST_CASE("a branch adds, modifies, deletes and renames like a bucket of its own", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  auto both = [&](auto op) {
+    REQUIRE(op(static_cast<ObjectStore&>(*b)).is_ok());
+    REQUIRE(op(static_cast<ObjectStore&>(f.shadow)).is_ok());
+  };
+  // Add, modify, delete.
+  both([](ObjectStore& s) { return put(s, "data/new/a.txt", "added"); });
+  both([](ObjectStore& s) { return put(s, "data/d0/f1", "modified"); });
+  both([](ObjectStore& s) { return s.remove("data/d0/f2"); });
+  both([](ObjectStore& s) { return s.remove("data/marker/"); });
+  // A whole directory of the snapshot deleted: it is gone from the listing.
+  for (int i = 0; i < 8; ++i) {
+    both([&](ObjectStore& s) { return s.remove(fmt::format("data/d5/f{}", i)); });
+  }
+  both([](ObjectStore& s) { return s.remove("data/d5/deep/x"); });
+  f.check_same(*b);
+  // Renames: of an unchanged snapshot file, of a modified one, of a new one, and onto an
+  // existing name.
+  both([](ObjectStore& s) { return rename(s, "data/d1/f1", "data/new/moved"); });
+  both([](ObjectStore& s) { return rename(s, "data/d0/f1", "data/d0/f1-renamed"); });
+  both([](ObjectStore& s) { return rename(s, "data/new/a.txt", "data/a2.txt"); });
+  both([](ObjectStore& s) { return rename(s, "data/d2/f0", "data/d2/f1"); });
+  // A name deleted, then written again; a renamed name renamed again.
+  both([](ObjectStore& s) { return put(s, "data/d0/f2", "back"); });
+  both([](ObjectStore& s) { return rename(s, "data/new/moved", "data/d1/f1"); });
+  both([](ObjectStore& s) { return put(s, "data/d3/", ""); });  // a directory marker
+  f.check_same(*b);
+  f.check_base_untouched();
+
+  // What the branch recorded is in the bucket: a new mount of it shows the same.
+  b.reset();
+  auto again = f.open("exp1");
+  CHECK_FALSE(again->created());
+  f.check_same(*again);
+  // And a read-only one.
+  auto ro = f.open("exp1", false);
+  f.check_same(*ro);
+  CHECK(put(*ro, "data/x", "x").code() == Errc::kReadOnly);
+  // The snapshot itself is unchanged.
+  CHECK(read(*f.snap, "data/d0/f1") == "0-1");
+  CHECK(read(*f.snap, "data/d1/f1") == "1-1");
+  CHECK(f.snap->head("data/new/a.txt").code() == Errc::kNotFound);
+}
+
+TEST_CASE("renaming an unchanged snapshot file copies no byte", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  const size_t objects = f.bucket.object_count();
+  const auto before = f.bucket.counters();
+  REQUIRE(rename(*b, "data/d4/f4", "data/renamed").is_ok());
+  const auto after = f.bucket.counters();
+  CHECK(after.copy_requests == before.copy_requests);
+  CHECK(after.bytes_written - before.bytes_written < 4096);  // the record only
+  CHECK(f.bucket.object_count() == objects);                 // the record was replaced
+  CHECK(f.data_objects("exp1").empty());
+  const BranchRecord r = b->record();
+  REQUIRE(r.entries.count("renamed") == 1);
+  CHECK(r.entries.at("renamed").kind == BranchEntry::Kind::kSnapshot);
+  CHECK(r.entries.at("renamed").target == "d4/f4");
+  CHECK(r.entries.at("d4/f4").kind == BranchEntry::Kind::kDeleted);
+  CHECK(read(*b, "data/renamed") == "4-4");
+  CHECK(read(*b, "data/d4/f4") == "<absent>");
+  CHECK(f.object("data/d4/f4") == "4-4");
+}
+
+TEST_CASE("a branch's data objects: shared by a rename, deleted when no name refers to them",
+          "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  REQUIRE(put(*b, "data/ckpt", "v1").is_ok());
+  REQUIRE(f.data_objects("exp1").size() == 1);
+  REQUIRE(put(*b, "data/ckpt", "v2").is_ok());  // the first version's object goes
+  auto objs = f.data_objects("exp1");
+  REQUIRE(objs.size() == 1);
+  CHECK(f.object(objs[0]) == "v2");
+  const auto copies = f.bucket.counters().copy_requests;
+  REQUIRE(rename(*b, "data/ckpt", "data/final").is_ok());  // no copy: the name moves
+  CHECK(f.bucket.counters().copy_requests == copies);
+  CHECK(f.data_objects("exp1") == objs);
+  REQUIRE(b->copy("data/final", "data/also", "").is_ok());  // two names, one object
+  REQUIRE(b->remove("data/final").is_ok());
+  CHECK(f.data_objects("exp1") == objs);
+  CHECK(read(*b, "data/also") == "v2");
+  REQUIRE(b->remove("data/also").is_ok());
+  CHECK(f.data_objects("exp1").empty());
+  // A new file written over a name of the snapshot, then deleted: a tombstone stays.
+  REQUIRE(put(*b, "data/top.txt", "new top").is_ok());
+  REQUIRE(b->remove("data/top.txt").is_ok());
+  CHECK(f.data_objects("exp1").empty());
+  CHECK(read(*b, "data/top.txt") == "<absent>");
+  CHECK(b->record().entries.at("top.txt").kind == BranchEntry::Kind::kDeleted);
+  // Metadata: a new object of the name's own; the old one goes.
+  REQUIRE(put(*b, "data/m", "meta").is_ok());
+  auto h = b->head("data/m");
+  REQUIRE(h.is_ok());
+  auto r = b->replace_metadata("data/m", *h, ObjectHeaders{"text/plain", {{"mode", "33188"}}});
+  REQUIRE(r.is_ok());
+  auto h2 = b->head("data/m");
+  REQUIRE(h2.is_ok());
+  CHECK(h2->metadata.at("mode") == "33188");
+  CHECK(h2->content_type == "text/plain");
+  CHECK(f.data_objects("exp1").size() == 1);
+  CHECK(read(*b, "data/m") == "meta");
+  // Of an unchanged snapshot file: its bytes are copied into the branch, the base stays.
+  auto s = b->head("data/d2/f2");
+  REQUIRE(s.is_ok());
+  REQUIRE(b->replace_metadata("data/d2/f2", *s, ObjectHeaders{"", {{"mode", "33261"}}}).is_ok());
+  CHECK(b->head("data/d2/f2")->metadata.at("mode") == "33261");
+  CHECK(read(*b, "data/d2/f2") == "2-2");
+  CHECK(f.bucket.head("data/d2/f2")->metadata.empty());
+  f.check_base_untouched();
+}
+
+TEST_CASE("two branches of one snapshot never see each other's changes", "[branch]") {
+  Fixture f;
+  auto a = f.open("a");
+  auto b = f.open("b");
+  REQUIRE(put(*a, "data/d0/f0", "from a").is_ok());
+  REQUIRE(put(*b, "data/d0/f0", "from b").is_ok());
+  REQUIRE(a->remove("data/d1/f1").is_ok());
+  REQUIRE(rename(*b, "data/d1/f2", "data/b-only").is_ok());
+  a.reset();
+  b.reset();
+  auto a2 = f.open("a");
+  auto b2 = f.open("b");
+  CHECK(read(*a2, "data/d0/f0") == "from a");
+  CHECK(read(*b2, "data/d0/f0") == "from b");
+  CHECK(read(*a2, "data/d1/f1") == "<absent>");
+  CHECK(read(*b2, "data/d1/f1") == "1-1");
+  CHECK(read(*a2, "data/d1/f2") == "1-2");
+  CHECK(read(*a2, "data/b-only") == "<absent>");
+  CHECK(read(*b2, "data/b-only") == "1-2");
+  CHECK(read(*f.snap, "data/d0/f0") == "0-0");
+  f.check_base_untouched();
+}
+
+TEST_CASE("a failed record write fails the call; the next one carries the change", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  f.bucket.fail_records = true;
+  CHECK(put(*b, "data/x", "x").code() == Errc::kIo);
+  CHECK(b->remove("data/top.txt").code() == Errc::kIo);
+  // Not in the bucket's record: a new mount does not show them.
+  f.bucket.fail_records = false;
+  {
+    auto other = f.open("exp1", false);
+    CHECK(read(*other, "data/x") == "<absent>");
+    CHECK(read(*other, "data/top.txt") == "top");
+  }
+  REQUIRE(put(*b, "data/y", "y").is_ok());
+  auto other = f.open("exp1", false);
+  CHECK(read(*other, "data/x") == "x");
+  CHECK(read(*other, "data/y") == "y");
+  CHECK(read(*other, "data/top.txt") == "<absent>");
+}
+
+TEST_CASE("one writer per branch: a newer writable mount takes the branch over", "[branch]") {
+  Fixture f;
+  auto first = f.open("exp1");
+  REQUIRE(put(*first, "data/one", "1").is_ok());
+  auto second = f.open("exp1");
+  CHECK(read(*second, "data/one") == "1");
+  REQUIRE(put(*second, "data/two", "2").is_ok());
+  // The first mount's changes fail from now on, and replace nothing of the second's.
+  CHECK(put(*first, "data/two", "clobber").code() == Errc::kPreconditionFailed);
+  CHECK(first->remove("data/one").code() == Errc::kPreconditionFailed);
+  CHECK(put(*first, "data/three", "3").code() == Errc::kPreconditionFailed);
+  CHECK(read(*second, "data/two") == "2");
+  auto third = f.open("exp1", false);  // a read-only mount takes nothing over
+  CHECK(read(*third, "data/two") == "2");
+  CHECK(read(*third, "data/one") == "1");
+  CHECK(read(*third, "data/three") == "<absent>");
+  REQUIRE(put(*second, "data/four", "4").is_ok());
+}
+
+TEST_CASE("multipart uploads in a branch, and a dead mount's upload aborted", "[branch]") {
+  Fixture f;
+  f.bucket.set_min_part_size(4);
+  auto b = f.open("exp1");
+  auto id = b->create_multipart("data/big");
+  REQUIRE(id.is_ok());
+  auto p1 = b->upload_part("data/big", *id, 1, to_bytes("abcd"));
+  auto p2 = b->upload_part_copy("data/big", *id, 2, "data/top.txt", 0, 2, "");
+  REQUIRE(p1.is_ok());
+  REQUIRE(p2.is_ok());
+  auto listed = b->list_multipart_uploads(kPrefix);
+  REQUIRE(listed.is_ok());
+  REQUIRE(listed->size() == 1);
+  CHECK(listed->front().key == "data/big");
+  CHECK(read(*b, "data/big") == "<absent>");  // nothing until complete
+  std::vector<CompletedPart> parts{*p1, *p2};
+  auto done = b->complete_multipart("data/big", *id, parts);
+  REQUIRE(done.is_ok());
+  CHECK(done->key == "data/big");
+  CHECK(read(*b, "data/big") == "abcdtop");
+  CHECK(f.bucket.upload_count() == 0);
+  // An upload this mount did not start (a dead mount's journal names it) is found and aborted.
+  auto orphan = b->create_multipart("data/orphan");
+  REQUIRE(orphan.is_ok());
+  auto later = f.open("exp1");
+  REQUIRE(later->abort_multipart("data/orphan", *orphan).is_ok());
+  CHECK(f.bucket.upload_count() == 0);
+  CHECK(later->abort_multipart("data/orphan", "no-such-upload").is_ok());
+}
+
+TEST_CASE("a branch reads the snapshot pinned: a changed base object is stale", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  REQUIRE(rename(*b, "data/d3/f3", "data/r").is_ok());
+  f.bucket.put_object("data/d3/f3", "changed behind the snapshot");
+  std::vector<std::byte> buf(8);
+  CHECK(b->get_range("data/r", 0, buf, "").code() == Errc::kPreconditionFailed);
+  CHECK(b->get_range("data/d3/f4", 0, buf, "").is_ok());
+  CHECK(b->get_range("data/d3/f4", 0, buf, "not-its-etag").code() == Errc::kPreconditionFailed);
+}
+
+TEST_CASE("branches refuse what is not theirs", "[branch]") {
+  Fixture f;
+  // Read-only: a branch that does not exist.
+  auto missing = BranchStore::open(f.bucket, *f.snap, BranchOptions{"nope", "snap", false, 0});
+  CHECK(missing.code() == Errc::kNotFound);
+  f.open("exp1").reset();
+  // A branch of another snapshot of the same prefix.
+  SnapshotListOptions o;
+  auto other = take_snapshot(f.bucket, "b", kPrefix, 43, o);
+  REQUIRE(other.is_ok());
+  SnapshotStore other_snap(f.bucket, std::make_shared<const Manifest>(std::move(*other)));
+  auto wrong = BranchStore::open(f.bucket, other_snap, BranchOptions{"exp1", "other", true, 0});
+  CHECK(wrong.code() == Errc::kInvalidArgument);
+  // A damaged record.
+  f.bucket.put_object("data/.warmfs/branches/exp1/record", "{\"format\": \"warmfs-branch\"");
+  CHECK(BranchStore::open(f.bucket, *f.snap, BranchOptions{"exp1", "snap", true, 0}).code() ==
+        Errc::kCorrupt);
+  f.bucket.put_object("data/.warmfs/branches/exp1/record",
+                      "{\"format\": \"warmfs-branch\", \"version\": 2}");
+  CHECK(BranchStore::open(f.bucket, *f.snap, BranchOptions{"exp1", "snap", true, 0}).code() ==
+        Errc::kNotSupported);
+}
+
+TEST_CASE("a branch record encodes and decodes exactly", "[branch]") {
+  BranchRecord r;
+  r.bucket = "b";
+  r.prefix = "p/";
+  r.branch = "x";
+  r.snapshot = "s";
+  r.snapshot_keys = 7;
+  r.snapshot_created = 99;
+  r.writer = "0123456789abcdef";
+  r.generation = 3;
+  r.created_sec = 5;
+  r.updated_sec = 6;
+  r.entries["a b/ü"] = BranchEntry{BranchEntry::Kind::kData, "w/00000001", 10, "e1-2", 77};
+  r.entries["c"] = BranchEntry{BranchEntry::Kind::kSnapshot, "d/e", 3, "e2", 78};
+  r.entries["f"] = BranchEntry{};
+  auto d = decode_branch_record(encode_branch_record(r));
+  REQUIRE(d.is_ok());
+  CHECK(*d == r);
+  CHECK(decode_branch_record("not json").code() == Errc::kCorrupt);
+  CHECK(decode_branch_record("{\"format\": \"other\"}").code() == Errc::kCorrupt);
+}
