@@ -128,6 +128,9 @@ void MountCommand::register_options(CLI::App& parent) {
                   "bucket), read-only (docs/snapshots.md)");
   app->add_flag("--snapshot-versions", args.snapshot_versions,
                 "Read the snapshot's object versions (a snapshot taken with --versions)");
+  app->add_option("--branch", args.branch,
+                  "With --snapshot: mount this writable branch of the snapshot, created if new "
+                  "(docs/snapshots.md#branches)");
 }
 
 void MountCommand::finish() {
@@ -142,7 +145,11 @@ void MountCommand::finish() {
     throw UsageError{
         "--cache-server needs --token-file (or --insecure-no-token on a trusted network)"};
   }
-  const bool read_only = args.read_only || !args.snapshot.empty();  // a snapshot is read-only
+  if (!args.branch.empty() && args.snapshot.empty()) {
+    throw UsageError{"--branch needs --snapshot (a branch is of a snapshot)"};
+  }
+  // A snapshot is read-only; a branch of one is not.
+  const bool read_only = args.read_only || (!args.snapshot.empty() && args.branch.empty());
   args.file_mode =
       !file_mode.empty() ? parse_mode(file_mode, "--file-mode") : (read_only ? 0444 : 0644);
   args.dir_mode =

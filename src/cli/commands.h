@@ -53,6 +53,7 @@ struct MountArgs {
   std::string metrics_listen;      // HOST:PORT of /metrics (cli/metrics_setup.h); empty: none
   std::string snapshot;            // manifest file to serve (cli/snapshot_command.h); read-only
   bool snapshot_versions = false;  // read the snapshot's version ids, not the keys' latest
+  std::string branch;              // with snapshot: mount this writable branch of it
 };
 
 int run_mount(const MountArgs& args);

@@ -56,6 +56,7 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
   std::unique_ptr<SnapshotStore> snapshot;  // with --snapshot: over store, for all reads
+  std::unique_ptr<BranchStore> branch;      // with --branch: over snapshot and store, for all
   CacheTiers caches;
   std::unique_ptr<ReadPath> read_path;
   std::unique_ptr<Metadata> meta;
@@ -103,6 +104,13 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
                                                             a.snapshot_versions, *d.store));
     store = d.snapshot.get();
   }
+  if (!a.branch.empty()) {
+    WARMFS_ASSIGN_OR_RETURN(
+        d.branch, open_branch_store(a.branch, a.snapshot, a.read_only, *d.snapshot, *d.store));
+    store = d.branch.get();
+  }
+  // Where files written go: the bucket, or the branch.
+  ObjectStore& writes = d.branch ? *d.branch : static_cast<ObjectStore&>(*d.store);
   ReadaheadOptions ra;
   WARMFS_ASSIGN_OR_RETURN(d.caches, build_tiers(a, ra.chunk_size, clock));
   ra.max_inflight_bytes = d.caches.readahead_bytes;
@@ -115,7 +123,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
   // Attributes from objects' metadata cost a HEAD per object's first lookup: the default of
   // writable mounts, where chmod and rsync -a keep them; a read-only mount (a dataset) answers
   // from listings alone unless asked (docs/posix.md).
-  const bool read_only = a.read_only || !a.snapshot.empty();
+  const bool read_only = a.read_only || (!a.snapshot.empty() && a.branch.empty());
   mo.object_attrs = a.object_attrs || (!a.no_object_attrs && !read_only);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
   FsOptions fo;
@@ -132,8 +140,9 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
   fo.extra_stats.push_back(mount_source_stats(d.store->config().endpoint, d.store->config().region,
                                               d.store->config().path_style, a.snapshot,
                                               d.snapshot ? &d.snapshot->manifest() : nullptr));
+  if (d.branch) fo.extra_stats.push_back(branch_stats(*d.branch));
   if (!a.read_only) {
-    auto staging = StagingArea::open(staging_dir_for(a), *d.store);
+    auto staging = StagingArea::open(staging_dir_for(a), writes);
     if (!staging.is_ok())
       return Status(staging.code(), "--staging-dir: " + staging.status().message());
     d.staging = std::move(*staging);
@@ -148,7 +157,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
     // should not push the dataset out of memory), else to memory.
     BlockCache* write_through =
         d.caches.disk ? static_cast<BlockCache*>(d.caches.disk.get()) : d.caches.memory.get();
-    d.uploader = std::make_unique<Uploader>(*d.store, *d.staging, write_through, clock, uo);
+    d.uploader = std::make_unique<Uploader>(writes, *d.staging, write_through, clock, uo);
   }
   d.fs = std::make_unique<Filesystem>(*d.meta, *d.read_path, *d.caches.memory, d.caches.disk.get(),
                                       *store, clock, fo, d.uploader.get());
@@ -239,8 +248,9 @@ void print_error(const std::string& message) {
 int run_mount(const MountArgs& args) {
   MountArgs a = args;
   if (!a.snapshot.empty()) {
-    // A snapshot mount is read-only; its file (or stored snapshot) is read by the daemon.
-    a.read_only = true;
+    // A snapshot mount is read-only (a branch of it is not); its file (or stored snapshot) is
+    // read by the daemon.
+    if (a.branch.empty()) a.read_only = true;
     auto resolved = resolve_snapshot_arg(a.snapshot);
     if (!resolved.is_ok()) {
       print_error("--snapshot " + resolved.status().message());

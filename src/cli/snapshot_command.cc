@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/s3_setup.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "objstore/s3_store.h"
 #include "snapshot/manifest.h"
 #include "snapshot/snapshot_lister.h"
@@ -44,6 +45,13 @@ Result<Plan> plan_from_mount(const SnapshotArgs& a) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("bucket") || !j["bucket"].is_string()) {
     return Status(Errc::kCorrupt, a.source + ": the mount's stats do not name its bucket");
+  }
+  if (j.contains("branch")) {
+    // Its names live in the branch's record as well as in the snapshot: not one manifest.
+    return Status(Errc::kNotSupported,
+                  fmt::format("{} is a mount of a branch; a snapshot of a branch is not supported "
+                              "(snapshot another mount, or s3://BUCKET[/PREFIX])",
+                              a.source));
   }
   Plan p;
   WARMFS_ASSIGN_OR_RETURN(p.src, parse_s3_source(j["bucket"].get<std::string>()));
@@ -198,6 +206,39 @@ Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& fi
   }
   auto shared = std::make_shared<const Manifest>(std::move(*manifest));
   return std::make_unique<SnapshotStore>(bucket_store, std::move(shared), versions);
+}
+
+Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
+                                                       const std::string& snapshot, bool read_only,
+                                                       SnapshotStore& snapshot_store,
+                                                       ObjectStore& bucket_store) {
+  if (!is_snapshot_name(name)) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("--branch '{}': a name is 1 to 128 of A-Z a-z 0-9 . _ -", name));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  BranchOptions o;
+  o.name = name;
+  o.snapshot = snapshot;
+  o.writer = !read_only;
+  o.now_sec = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
+  auto b = BranchStore::open(bucket_store, snapshot_store, o);
+  if (!b.is_ok()) return Status(b.code(), "--branch " + b.status().message());
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  log::info("branch '{}' of snapshot {}: {} in {:.1f} ms ({} changed names{})", name, snapshot,
+            (*b)->created() ? "created" : "opened", ms, (*b)->record().entries.size(),
+            read_only ? ", read-only" : "");
+  return b;
+}
+
+std::function<std::string()> branch_stats(const BranchStore& branch) {
+  return [&branch] {
+    const BranchRecord r = branch.record();
+    return nlohmann::json{
+        {"branch", {{"name", r.branch}, {"entries", r.entries.size()}, {"writer", r.writer}}}}
+        .dump();
+  };
 }
 
 std::function<std::string()> mount_source_stats(std::string endpoint, std::string region,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "objstore/object_store.h"
+#include "snapshot/branch_store.h"
 #include "snapshot/snapshot_store.h"
 #include "warmfs/result.h"
 
@@ -49,5 +50,17 @@ Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& fi
                                                            const std::string& bucket,
                                                            const std::string& prefix, bool versions,
                                                            ObjectStore& bucket_store);
+
+// The store a mount with --snapshot and --branch reads and writes through: branch `name` of
+// the snapshot, opened for writing unless read_only (docs/snapshots.md, "Branches"). Logs
+// how long opening (or creating) the branch took.
+Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
+                                                       const std::string& snapshot, bool read_only,
+                                                       SnapshotStore& snapshot_store,
+                                                       ObjectStore& bucket_store);
+
+// A part of a branch mount's stats: {"branch": {"name", "entries", "writer"}}; `warmfs
+// snapshot MNT` refuses a branch mount by it.
+std::function<std::string()> branch_stats(const BranchStore& branch);
 
 }  // namespace warmfs::cli
