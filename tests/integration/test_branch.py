@@ -94,12 +94,14 @@ def change_a(m: Path) -> dict[str, bytes]:
     os.rename(m / "new" / "a.txt", m / "new" / "a2.txt")  # a file of the branch
     os.unlink(m / "d2" / "f2.txt")
     (m / "empty-a").mkdir()
+    os.rename(m / "d1", m / "d1-a")  # a directory: every name below it
     files = dict(BASE)
     files["new/a2.txt"] = b"added by a\n"
     files["ckpt.bin"] = CKPT
     files["d0/f0.txt"] = b"changed by a\n"
     files["d1/renamed-a.txt"] = files.pop("d1/f1.txt")
     del files["d2/f2.txt"]
+    files = {("d1-a/" + k[3:] if k.startswith("d1/") else k): v for k, v in files.items()}
     return expected_tree(files, ("empty-a",))
 
 
@@ -113,6 +115,7 @@ def change_b(m: Path) -> dict[str, bytes]:
     for f in range(5):
         os.unlink(m / "d2" / f"f{f}.txt")
     os.rmdir(m / "d2")
+    os.chmod(m / "d0" / "f2.txt", 0o600)  # an unchanged file's mode: its bytes into the branch
     files = dict(BASE)
     files["b.txt"] = b"added by b\n"
     files["d0/f1.txt"] = BASE["d0/f1.txt"] + b"appended by b\n"
@@ -166,8 +169,10 @@ class Branches(harness.WarmfsTestCase):
         want_b = change_b(b.path)
         # Durable at close/fsync: the bucket's records show the changes while still mounted.
         rec_a = {e["key"]: e for e in self.record("a")["entries"]}
-        self.assertEqual(rec_a["d1/renamed-a.txt"]["kind"], "snapshot")
-        self.assertEqual(rec_a["d1/renamed-a.txt"]["target"], "d1/f1.txt")
+        self.assertEqual(rec_a["d1-a/renamed-a.txt"]["kind"], "snapshot")
+        self.assertEqual(rec_a["d1-a/renamed-a.txt"]["target"], "d1/f1.txt")
+        self.assertEqual(rec_a["d1-a/f0.txt"]["target"], "d1/f0.txt")
+        self.assertEqual(rec_a["d1/f0.txt"]["kind"], "deleted")
         self.assertEqual(rec_a["d2/f2.txt"]["kind"], "deleted")
         self.assertEqual(rec_a["ckpt.bin"]["kind"], "data")
         self.assertEqual(rec_a["ckpt.bin"]["size"], len(CKPT))
@@ -189,6 +194,8 @@ class Branches(harness.WarmfsTestCase):
         self.assertEqual(tree(a3.path), want_a)
         self.assertEqual(tree(b2.path), want_b)
         self.assertEqual(tree(plain2.path), base_tree)
+        self.assertEqual((b2.path / "d0" / "f2.txt").stat().st_mode & 0o777, 0o600)
+        self.assertEqual((a2.path / "d0" / "f2.txt").stat().st_mode & 0o777, 0o644)
         with self.assertRaises(OSError) as e:
             write(a3.path / "ro.txt", b"x")
         self.assertEqual(e.exception.errno, errno.EROFS)
@@ -204,7 +211,8 @@ class Branches(harness.WarmfsTestCase):
         self.assertEqual(sizes, sorted([0, 0, len(b"added by a\n"), len(CKPT),
                                         len(b"changed by a\n")]))
         data_b = [k for k in now if k.startswith(f"{PREFIX}.warmfs/branches/b/data/")]
-        self.assertEqual(len(data_b), 3, data_b)  # b.txt, d0/f1.txt, the moved/ marker
+        # b.txt, d0/f1.txt, d0/f2.txt (its new mode) and the moved/ marker.
+        self.assertEqual(len(data_b), 4, data_b)
 
     def test_one_writer_per_branch(self):
         first = self.branch_mount("w")
