@@ -202,6 +202,14 @@ Status BranchStore::commit(std::vector<Change> changes) {
   uint64_t gen = 0;
   {
     std::lock_guard lock(mu_);
+    for (const Change& c : changes) {
+      // A copy whose source was replaced or deleted since it was looked at: its data object
+      // may be gone.
+      if (c.shares && c.entry && c.entry->kind == Kind::kData &&
+          refs_.count(c.entry->target) == 0) {
+        return Status(Errc::kPreconditionFailed, fmt::format("the source of {} changed", c.rel));
+      }
+    }
     for (Change& c : changes) {
       auto it = record_.entries.find(c.rel);
       std::optional<BranchEntry> old;
@@ -539,7 +547,7 @@ Result<ObjectInfo> BranchStore::copy(std::string_view src_key, std::string_view 
                    : BranchEntry{Kind::kSnapshot, src_rel, src->size, src->etag, src->mtime_sec};
   }
   std::vector<Change> changes;
-  changes.push_back(Change{dst_rel, e});
+  changes.push_back(Change{dst_rel, e, true});
   WARMFS_RETURN_IF_ERROR(commit(std::move(changes)));
   return ObjectInfo{std::string(dst_key), e.size, e.etag, e.mtime_sec};
 }

@@ -115,6 +115,8 @@ class BranchStore : public ObjectStore {
   struct Change {
     std::string rel;
     std::optional<BranchEntry> entry;
+    // entry names a data object other names refer to (a copy): it must still be referred to.
+    bool shares = false;
   };
 
   BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchRecord record, bool writer);
