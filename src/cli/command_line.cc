@@ -125,7 +125,7 @@ void MountCommand::register_options(CLI::App& parent) {
                   "Serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)");
   app->add_option("--snapshot", args.snapshot,
                   "Serve the namespace of this snapshot (a FILE, or a NAME stored in the "
-                  "bucket), read-only (docs/snapshots.md)");
+                  "bucket), read-only unless --branch (docs/snapshots.md)");
   app->add_flag("--snapshot-versions", args.snapshot_versions,
                 "Read the snapshot's object versions (a snapshot taken with --versions)");
   app->add_option("--branch", args.branch,
