@@ -9,12 +9,14 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "cli/commands.h"
 #include "cli/s3_setup.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "objstore/s3_store.h"
+#include "snapshot/branch_store.h"
 #include "snapshot/manifest.h"
 #include "snapshot/snapshot_lister.h"
 #include "snapshot/stored_snapshot.h"
@@ -31,7 +33,25 @@ struct Plan {
   std::string mounted_snapshot;  // from a mount of a snapshot: its file or name
   int64_t mounted_keys = -1;     // and what the mount says it holds (-1: not said)
   int64_t mounted_created = -1;
+  std::string mounted_branch;  // from a mount of a branch of that snapshot: its name
 };
+
+// Branch `branch` of base as a snapshot: the branch is pinned first (so it keeps the data
+// objects the snapshot reads), then its record is read from the bucket.
+Result<Manifest> snapshot_of_branch(ObjectStore& store, const Manifest& base,
+                                    const std::string& branch, const std::string& pin) {
+  WARMFS_RETURN_IF_ERROR(pin_branch(store, base.prefix(), branch, pin));
+  WARMFS_ASSIGN_OR_RETURN(BranchRecord r, load_branch_record(store, base.prefix(), branch));
+  const int64_t now = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
+  return branch_manifest(base, r, now);
+}
+
+// A pin's name: the snapshot's name, or for a file a random one.
+std::string pin_name(const SnapshotArgs& a) {
+  if (!a.name.empty()) return a.name;
+  std::random_device rd;
+  return fmt::format("file-{:08x}{:08x}", rd(), rd());
+}
 
 // The source of `warmfs snapshot MNT ...`: the mount's stats say its bucket, prefix, endpoint
 // and snapshot. Flags given on the command line win over the mount's.
@@ -46,14 +66,10 @@ Result<Plan> plan_from_mount(const SnapshotArgs& a) {
   if (!j.is_object() || !j.contains("bucket") || !j["bucket"].is_string()) {
     return Status(Errc::kCorrupt, a.source + ": the mount's stats do not name its bucket");
   }
-  if (j.contains("branch")) {
-    // Its names live in the branch's record as well as in the snapshot: not one manifest.
-    return Status(Errc::kNotSupported,
-                  fmt::format("{} is a mount of a branch; a snapshot of a branch is not supported "
-                              "(snapshot another mount, or s3://BUCKET[/PREFIX])",
-                              a.source));
-  }
   Plan p;
+  if (j.contains("branch") && j["branch"].is_object()) {
+    p.mounted_branch = j["branch"].value("name", "");
+  }
   WARMFS_ASSIGN_OR_RETURN(p.src, parse_s3_source(j["bucket"].get<std::string>()));
   p.flags = S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
   if (j.contains("source") && j["source"].is_object()) {
@@ -138,6 +154,16 @@ int run_snapshot(const SnapshotArgs& a) {
                  fmt::format("{} is no longer the snapshot mounted at {} (remount it, or "
                              "snapshot s3://{}/{} instead)",
                              plan.mounted_snapshot, a.source, plan.src.bucket, plan.src.prefix));
+    }
+    // A mount of a branch: the branch's names over the snapshot's.
+    if (manifest.is_ok() && !plan.mounted_branch.empty()) {
+      if (Status st = need_store(); !st.is_ok()) {
+        manifest = st;
+      } else {
+        manifest = snapshot_of_branch(*store, *manifest, plan.mounted_branch, pin_name(a));
+        how = fmt::format("branch {} of snapshot {}, no LIST", plan.mounted_branch,
+                          plan.mounted_snapshot);
+      }
     }
   } else if (Status st = need_store(); !st.is_ok()) {
     manifest = st;

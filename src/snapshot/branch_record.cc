@@ -37,6 +37,10 @@ std::string branch_data_root(std::string_view prefix, std::string_view name) {
   return branch_root(prefix, name) + "data/";
 }
 
+std::string branch_pins_root(std::string_view prefix, std::string_view name) {
+  return branch_root(prefix, name) + "pins/";
+}
+
 std::string encode_branch_record(const BranchRecord& r) {
   nlohmann::json entries = nlohmann::json::array();
   for (const auto& [key, e] : r.entries) {

@@ -65,6 +65,9 @@ std::string branch_root(std::string_view prefix, std::string_view name);
 // The record's key, and the data folder's (both below branch_root).
 std::string branch_record_key(std::string_view prefix, std::string_view name);
 std::string branch_data_root(std::string_view prefix, std::string_view name);
+// Pins (PREFIX.warmfs/branches/NAME/pins/): while there is one, the branch deletes none of its
+// data objects (a snapshot of the branch may read them).
+std::string branch_pins_root(std::string_view prefix, std::string_view name);
 
 // The record as JSON (docs/snapshots.md, "Branch record").
 std::string encode_branch_record(const BranchRecord& r);

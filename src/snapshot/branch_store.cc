@@ -34,6 +34,7 @@ BranchStore::BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchReco
       prefix_(record.prefix),
       data_root_(branch_data_root(record.prefix, record.branch)),
       record_key_(branch_record_key(record.prefix, record.branch)),
+      pins_root_(branch_pins_root(record.prefix, record.branch)),
       writer_(writer),
       record_(std::move(record)) {
   for (const auto& [rel, e] : record_.entries) ref_locked(e, 1, nullptr);
@@ -43,25 +44,14 @@ Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, Snaps
                                                        const BranchOptions& o) {
   const Manifest& m = snapshot.manifest();
   const std::string key = branch_record_key(m.prefix(), o.name);
-  BranchRecord r;
   std::string etag;
-  auto info = inner.head(key);
-  if (info.is_ok()) {
-    std::string bytes(info->size, '\0');
-    WARMFS_ASSIGN_OR_RETURN(
-        size_t got,
-        inner.get_range(key, 0, std::as_writable_bytes(std::span(bytes.data(), bytes.size())),
-                        info->etag));
-    bytes.resize(got);
-    auto decoded = decode_branch_record(bytes);
-    if (!decoded.is_ok()) {
-      return Status(decoded.code(), fmt::format("{}: {}", key, decoded.status().message()));
-    }
-    r = std::move(*decoded);
-    etag = info->etag;
-    if (r.bucket != m.bucket() || r.prefix != m.prefix() || r.branch != o.name) {
-      return Status(Errc::kCorrupt, fmt::format("{} is the record of branch '{}' of s3://{}/{}",
-                                                key, r.branch, r.bucket, r.prefix));
+  auto loaded = load_branch_record(inner, m.prefix(), o.name, &etag);
+  BranchRecord r;
+  if (loaded.is_ok()) {
+    r = std::move(*loaded);
+    if (r.bucket != m.bucket()) {
+      return Status(Errc::kCorrupt, fmt::format("{} is the record of a branch of s3://{}/{}", key,
+                                                r.bucket, r.prefix));
     }
     if (r.snapshot_keys != m.size() || r.snapshot_created != m.created_sec()) {
       return Status(Errc::kInvalidArgument,
@@ -70,7 +60,7 @@ Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, Snaps
                                 o.name, r.snapshot, r.snapshot_keys, r.snapshot_created, m.size(),
                                 m.created_sec()));
     }
-  } else if (info.code() == Errc::kNotFound) {
+  } else if (loaded.code() == Errc::kNotFound) {
     if (!o.writer) {
       return Status(Errc::kNotFound, fmt::format("no branch '{}' ({} has no {}; a writable mount "
                                                  "creates it)",
@@ -84,7 +74,7 @@ Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, Snaps
     r.snapshot_created = m.created_sec();
     r.created_sec = o.now_sec;
   } else {
-    return info.status();
+    return loaded.status();
   }
   const bool create = etag.empty();
   if (o.writer) {
@@ -118,6 +108,63 @@ Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, Snaps
   store->record_etag_ = etag;
   store->created_ = create;
   return store;
+}
+
+Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
+                                        std::string_view name, std::string* etag) {
+  const std::string key = branch_record_key(prefix, name);
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store.head(key));
+  std::string bytes(info.size, '\0');
+  WARMFS_ASSIGN_OR_RETURN(
+      size_t got,
+      store.get_range(key, 0, std::as_writable_bytes(std::span(bytes.data(), bytes.size())),
+                      info.etag));
+  bytes.resize(got);
+  auto r = decode_branch_record(bytes);
+  if (!r.is_ok()) return Status(r.code(), fmt::format("{}: {}", key, r.status().message()));
+  if (r->prefix != prefix || r->branch != name) {
+    return Status(Errc::kCorrupt, fmt::format("{} is the record of branch '{}' of prefix '{}'", key,
+                                              r->branch, r->prefix));
+  }
+  if (etag != nullptr) *etag = info.etag;
+  return r;
+}
+
+Status pin_branch(ObjectStore& store, std::string_view prefix, std::string_view name,
+                  std::string_view pin) {
+  return store.put(branch_pins_root(prefix, name) + std::string(pin), {}, PutOptions{}).status();
+}
+
+Result<Manifest> branch_manifest(const Manifest& base, const BranchRecord& r, int64_t created_sec) {
+  if (r.bucket != base.bucket() || r.prefix != base.prefix() || r.snapshot_keys != base.size() ||
+      r.snapshot_created != base.created_sec()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("branch '{}' is not of this snapshot", r.branch));
+  }
+  const std::string data_loc =
+      branch_data_root(r.prefix, r.branch).substr(r.prefix.size());  // relative to the prefix
+  ManifestBuilder b(base.bucket(), base.prefix(), base.has_versions(), created_sec, true);
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (r.entries.count(base.key(i)) != 0) continue;
+    WARMFS_RETURN_IF_ERROR(b.add(base.key(i), base.object_size(i), base.mtime_sec(i), base.etag(i),
+                                 base.version_id(i), base.location(i)));
+  }
+  for (const auto& [key, e] : r.entries) {
+    if (e.kind == Kind::kData) {
+      WARMFS_RETURN_IF_ERROR(b.add(key, e.size, e.mtime_sec, e.etag, {}, data_loc + e.target));
+    } else if (e.kind == Kind::kSnapshot) {
+      const auto j = base.find(e.target);
+      if (!j) {
+        return Status(Errc::kCorrupt, fmt::format("branch '{}' names {} as {}, which the snapshot "
+                                                  "lacks",
+                                                  r.branch, key, e.target));
+      }
+      const std::string_view loc = base.location(*j);
+      WARMFS_RETURN_IF_ERROR(b.add(key, e.size, e.mtime_sec, e.etag, base.version_id(*j),
+                                   loc.empty() ? std::string_view(e.target) : loc));
+    }
+  }
+  return std::move(b).finish();
 }
 
 BranchRecord BranchStore::record() const {
@@ -154,6 +201,10 @@ std::optional<BranchStore::Resolved> BranchStore::resolve_locked(std::string_vie
   r.etag = manifest_.etag(*i);
   r.mtime_sec = manifest_.mtime_sec(*i);
   return r;
+}
+
+Result<std::string> BranchStore::bytes_key(const Resolved& r) const {
+  return r.in_snapshot ? snapshot_.bytes_key(r.key) : Result<std::string>(r.key);
 }
 
 std::optional<BranchStore::Resolved> BranchStore::resolve(std::string_view rel) const {
@@ -227,7 +278,7 @@ Status BranchStore::commit(std::vector<Change> changes) {
     gen = ++gen_;
   }
   WARMFS_RETURN_IF_ERROR(persist(gen));
-  if (!garbage.empty()) {
+  if (!garbage.empty() && !pinned()) {
     auto removed = inner_.remove_many(garbage);
     if (!removed.is_ok() || !removed->empty()) {
       log::warn("branch '{}': could not delete {} data objects no name refers to: {}",
@@ -236,6 +287,19 @@ Status BranchStore::commit(std::vector<Change> changes) {
     }
   }
   return Status::ok();
+}
+
+bool BranchStore::pinned() {
+  // Asked after the record without the garbage is in the bucket: a snapshot that pins the
+  // branch and then reads its record either finds the pin here or reads a record that does not
+  // name the garbage.
+  auto pins = inner_.list(ListRequest{pins_root_, "", "", 1});
+  if (!pins.is_ok()) {
+    log::warn("branch '{}': cannot list its pins, so it keeps its data objects: {}", record_.branch,
+              pins.status().to_string());
+    return true;
+  }
+  return !pins->objects.empty();
 }
 
 Status BranchStore::persist(uint64_t gen) {
@@ -483,7 +547,8 @@ Result<CompletedPart> BranchStore::upload_part_copy(std::string_view key,
                   fmt::format("ETag of {} is no longer {}", src_key, src_if_match));
   }
   // A snapshot's object is pinned by its ETag (a copy names no version).
-  return inner_.upload_part_copy(dk, upload_id, part_number, src->key, first, last, src->etag);
+  WARMFS_ASSIGN_OR_RETURN(std::string from, bytes_key(*src));
+  return inner_.upload_part_copy(dk, upload_id, part_number, from, first, last, src->etag);
 }
 
 Result<ObjectInfo> BranchStore::complete_multipart(std::string_view key, std::string_view upload_id,
@@ -565,7 +630,8 @@ Result<ObjectInfo> BranchStore::replace_metadata(std::string_view key, const Obj
   // A new data object, never the one the record names: until the record names the new one,
   // the name keeps its bytes and ETag, in this mount and in the bucket.
   std::string target = new_data_target();
-  WARMFS_ASSIGN_OR_RETURN(ObjectInfo at, inner_.copy(r->key, data_key(target), r->etag));
+  WARMFS_ASSIGN_OR_RETURN(std::string from, bytes_key(*r));
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo at, inner_.copy(from, data_key(target), r->etag));
   at.key = data_key(target);
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo written, inner_.replace_metadata(at.key, at, headers));
   std::vector<Change> changes;

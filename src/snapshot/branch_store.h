@@ -14,6 +14,9 @@
 // share record writes (a record write takes every change made before it started). Objects no
 // name refers to any more are deleted once a record without them is in the bucket.
 //
+// A snapshot of the branch (branch_manifest) reads the branch's data objects where they are: it
+// pins the branch first (pin_branch), and a pinned branch deletes no data object.
+//
 // One writer per branch: opening a branch for writing records this mount as its writer, and
 // every record write carries If-Match of the record this mount last wrote. A mount of the
 // same branch opened for writing later takes it over; the earlier mount's next change fails
@@ -105,7 +108,7 @@ class BranchStore : public ObjectStore {
   // through the SnapshotStore), and what the name shows.
   struct Resolved {
     bool in_snapshot = false;  // read through snapshot_ (pinned), else inner_
-    std::string key;           // full key
+    std::string key;           // full key: the snapshot's name, or the data object
     uint64_t size = 0;
     std::string etag;
     int64_t mtime_sec = 0;
@@ -124,6 +127,8 @@ class BranchStore : public ObjectStore {
   Result<std::string> rel_of(std::string_view key) const;
   std::optional<Resolved> resolve_locked(std::string_view rel) const;
   std::optional<Resolved> resolve(std::string_view rel) const;
+  // The bucket's key holding r's bytes (a snapshot's entry may name another key than its own).
+  Result<std::string> bytes_key(const Resolved& r) const;
   Status check_writable() const;
   std::string new_data_target();
   std::string data_key(std::string_view target) const;
@@ -131,6 +136,8 @@ class BranchStore : public ObjectStore {
   Status commit(std::vector<Change> changes);
   // Writes the record if the one in the bucket lacks generation gen.
   Status persist(uint64_t gen);
+  // True if the branch has a pin (or its pins cannot be listed).
+  bool pinned();
   void ref_locked(const BranchEntry& e, int delta, std::vector<std::string>* garbage);
   Result<std::string> upload_key(std::string_view upload_id);
   ObjectInfo data_info(std::string_view key, const ObjectInfo& written) const;
@@ -142,6 +149,7 @@ class BranchStore : public ObjectStore {
   const std::string prefix_;
   const std::string data_root_;
   const std::string record_key_;
+  const std::string pins_root_;
   const bool writer_;
   bool created_ = false;
 
@@ -157,5 +165,21 @@ class BranchStore : public ObjectStore {
   // Uploads in progress: upload id -> (name, data key).
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> uploads_;
 };
+
+// Reads branch `name` of prefix's record from the bucket (a HEAD and a GET pinned to its ETag;
+// etag, when given, gets it). kNotFound when there is none.
+Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
+                                        std::string_view name, std::string* etag = nullptr);
+
+// Stores pin `pin` of branch `name` (branch_pins_root): from then on the branch keeps every
+// data object, so a snapshot of it taken after the pin reads them for as long as the branch
+// exists.
+Status pin_branch(ObjectStore& store, std::string_view prefix, std::string_view name,
+                  std::string_view pin);
+
+// Branch r of snapshot base as a snapshot of its own: every name it shows, each with the key
+// its bytes are at (a location: the branch's data object, or the snapshot's key). kInvalidArgument
+// when r is not a branch of base; kCorrupt for a record naming what base lacks.
+Result<Manifest> branch_manifest(const Manifest& base, const BranchRecord& r, int64_t created_sec);
 
 }  // namespace warmfs

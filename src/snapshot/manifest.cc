@@ -18,6 +18,7 @@ namespace {
 
 constexpr char kMagic[8] = {'W', 'F', 'S', 'N', 'A', 'P', 'S', 'H'};
 constexpr uint32_t kFlagVersions = 1;
+constexpr uint32_t kFlagLocations = 2;  // format 2
 // Entries per block: big enough for zstd to find the repeats across keys, small enough that a
 // block's raw bytes (a few MiB) stay in cache while they are parsed.
 constexpr size_t kBlockEntries = 65536;
@@ -151,7 +152,8 @@ std::string Manifest::version_id(size_t i) const {
 }
 
 ManifestEntryView Manifest::entry(size_t i) const {
-  return ManifestEntryView{key(i), object_size(i), mtime_sec(i), etag(i), version_id(i)};
+  return ManifestEntryView{key(i),  object_size(i), mtime_sec(i),
+                           etag(i), version_id(i),  location(i)};
 }
 
 size_t Manifest::lower_bound(std::string_view k) const {
@@ -172,13 +174,35 @@ std::optional<size_t> Manifest::find(std::string_view k) const {
   return std::nullopt;
 }
 
+std::string_view Manifest::location(size_t i) const {
+  if (!has_locations_) return {};
+  size_t p = location_off_[i];
+  uint64_t n = 0;
+  get_varint(locations_, &p, &n);
+  return std::string_view(locations_).substr(p, n);
+}
+
 size_t Manifest::memory_bytes() const {
   return names_.capacity() + etags_.capacity() + versions_.capacity() +
-         version_off_.capacity() * sizeof(uint32_t) + entries_.capacity() * sizeof(Entry);
+         version_off_.capacity() * sizeof(uint32_t) + locations_.capacity() +
+         location_off_.capacity() * sizeof(uint32_t) + entries_.capacity() * sizeof(Entry);
+}
+
+void Manifest::append_tail(std::string_view version_id, std::string_view location) {
+  if (has_versions_) {
+    version_off_.push_back(static_cast<uint32_t>(versions_.size()));
+    versions_.push_back(static_cast<char>(version_id.size()));
+    versions_.append(version_id);
+  }
+  if (has_locations_) {
+    location_off_.push_back(static_cast<uint32_t>(locations_.size()));
+    put_varint(locations_, location.size());
+    locations_.append(location);
+  }
 }
 
 void Manifest::append(std::string_view k, uint64_t size, int64_t mtime, std::string_view etag,
-                      std::string_view version_id) {
+                      std::string_view version_id, std::string_view location) {
   Entry e;
   e.name_off = names_.size();
   e.name_len = static_cast<uint32_t>(k.size());
@@ -187,16 +211,13 @@ void Manifest::append(std::string_view k, uint64_t size, int64_t mtime, std::str
   e.mtime_sec = mtime;
   names_.append(k);
   put_etag(etags_, etag);
-  if (has_versions_) {
-    version_off_.push_back(static_cast<uint32_t>(versions_.size()));
-    versions_.push_back(static_cast<char>(version_id.size()));
-    versions_.append(version_id);
-  }
+  append_tail(version_id, location);
   entries_.push_back(e);
 }
 
 void Manifest::append_encoded(std::string_view k, uint64_t size, int64_t mtime,
-                              std::string_view encoded_etag, std::string_view version_id) {
+                              std::string_view encoded_etag, std::string_view version_id,
+                              std::string_view location) {
   Entry e;
   e.name_off = names_.size();
   e.name_len = static_cast<uint32_t>(k.size());
@@ -205,31 +226,33 @@ void Manifest::append_encoded(std::string_view k, uint64_t size, int64_t mtime,
   e.mtime_sec = mtime;
   names_.append(k);
   etags_.append(encoded_etag);
-  if (has_versions_) {
-    version_off_.push_back(static_cast<uint32_t>(versions_.size()));
-    versions_.push_back(static_cast<char>(version_id.size()));
-    versions_.append(version_id);
-  }
+  append_tail(version_id, location);
   entries_.push_back(e);
 }
 
 ManifestBuilder::ManifestBuilder(std::string bucket, std::string prefix, bool with_versions,
-                                 int64_t created_sec) {
+                                 int64_t created_sec, bool with_locations) {
   m_.bucket_ = std::move(bucket);
   m_.prefix_ = std::move(prefix);
   m_.has_versions_ = with_versions;
+  m_.has_locations_ = with_locations;
   m_.created_sec_ = created_sec;
 }
 
 Status ManifestBuilder::add(std::string_view key, uint64_t size, int64_t mtime_sec,
-                            std::string_view etag, std::string_view version_id) {
+                            std::string_view etag, std::string_view version_id,
+                            std::string_view location) {
+  if (!location.empty() && !m_.has_locations_) {
+    return Status(Errc::kInvalidArgument, "a location in a manifest built without them");
+  }
   if (etag.size() > 255) return Status(Errc::kInvalidArgument, "ETag over 255 bytes");
   if (version_id.size() > 255) return Status(Errc::kInvalidArgument, "version id over 255 bytes");
   if (key.size() > UINT32_MAX) return Status(Errc::kInvalidArgument, "key over 4 GiB");
-  if (m_.etags_.size() > UINT32_MAX - 300 || m_.versions_.size() > UINT32_MAX - 300) {
+  if (m_.etags_.size() > UINT32_MAX - 300 || m_.versions_.size() > UINT32_MAX - 300 ||
+      m_.locations_.size() > UINT32_MAX - location.size() - 16) {
     return Status(Errc::kInvalidArgument, "too many entries for one snapshot");
   }
-  m_.append(key, size, mtime_sec, etag, version_id);
+  m_.append(key, size, mtime_sec, etag, version_id, location);
   return Status::ok();
 }
 
@@ -253,14 +276,17 @@ Manifest ManifestBuilder::finish() && {
     }
     std::vector<Manifest::Entry> entries;
     entries.reserve(kept.size());
-    std::vector<uint32_t> voff;
+    std::vector<uint32_t> voff, loff;
     if (m.has_versions_) voff.reserve(kept.size());
+    if (m.has_locations_) loff.reserve(kept.size());
     for (uint32_t i : kept) {
       entries.push_back(m.entries_[i]);
       if (m.has_versions_) voff.push_back(m.version_off_[i]);
+      if (m.has_locations_) loff.push_back(m.location_off_[i]);
     }
     m.entries_ = std::move(entries);
     m.version_off_ = std::move(voff);
+    m.location_off_ = std::move(loff);
   }
   return std::move(m_);
 }
@@ -271,8 +297,9 @@ Manifest ManifestBuilder::finish() && {
 std::string encode_manifest(const Manifest& m) {
   std::string out;
   out.append(kMagic, sizeof(kMagic));
-  put_fixed<uint32_t>(out, kManifestFormatVersion);
-  put_fixed<uint32_t>(out, m.has_versions() ? kFlagVersions : 0);
+  put_fixed<uint32_t>(out, m.has_locations() ? 2 : 1);
+  put_fixed<uint32_t>(
+      out, (m.has_versions() ? kFlagVersions : 0) | (m.has_locations() ? kFlagLocations : 0));
   put_fixed<uint64_t>(out, m.size());
   put_fixed<int64_t>(out, m.created_sec());
   uint64_t key_bytes = 0;
@@ -314,6 +341,11 @@ std::string encode_manifest(const Manifest& m) {
         raw.push_back(static_cast<char>(v.size()));
         raw.append(v);
       }
+      if (m.has_locations()) {
+        const std::string_view l = m.location(i);
+        put_varint(raw, l.size());
+        raw.append(l);
+      }
       prev = k;
     }
     frame.resize(ZSTD_compressBound(raw.size()));
@@ -341,7 +373,7 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
   if (!get_fixed(bytes, &pos, &version) || !get_fixed(bytes, &pos, &flags)) {
     return corrupt("short header");
   }
-  if (version != kManifestFormatVersion) {
+  if (version == 0 || version > kManifestFormatVersion) {
     return Status(Errc::kNotSupported,
                   fmt::format("snapshot format {} is not known to this warmfs (it reads format {})",
                               version, kManifestFormatVersion));
@@ -361,6 +393,8 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
   pos += prefix_len;
   if (!get_fixed(bytes, &pos, &blocks)) return corrupt("short header");
   m.has_versions_ = (flags & kFlagVersions) != 0;
+  m.has_locations_ = (flags & kFlagLocations) != 0;
+  if (m.has_locations_ && version < 2) return corrupt("locations in a format 1 snapshot");
   m.created_sec_ = created;
   // The sizes in the header only reserve memory: capped by what the file can expand to
   // (zstd expands at most ~1000x), so a damaged header cannot ask for terabytes.
@@ -410,6 +444,7 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
         failed = corrupt(fmt::format("block {}: bad entry", b));
         break;
       }
+      const std::string_view encoded_etag = data.substr(etag_at, p - etag_at);
       mtime += unzigzag(dm);
       std::string_view vid;
       if (m.has_versions_) {
@@ -420,12 +455,22 @@ Result<Manifest> decode_manifest(std::string_view bytes) {
         vid = data.substr(p + 1, static_cast<uint8_t>(data[p]));
         p += 1 + vid.size();
       }
+      std::string_view loc;
+      if (m.has_locations_) {
+        uint64_t n = 0;
+        if (!get_varint(data, &p, &n) || data.size() - p < n) {
+          failed = corrupt(fmt::format("block {}: bad location", b));
+          break;
+        }
+        loc = data.substr(p, n);
+        p += n;
+      }
       if (!m.entries_.empty() && !(m.key(m.entries_.size() - 1) < std::string_view(prev))) {
         failed = corrupt(fmt::format("keys out of order at '{}'", prev));
         break;
       }
       // The ETag's encoding in a block is its encoding in memory: copied as is.
-      m.append_encoded(prev, size, mtime, data.substr(etag_at, p - etag_at), vid);
+      m.append_encoded(prev, size, mtime, encoded_etag, vid, loc);
     }
     if (failed.is_ok() && p != data.size())
       failed = corrupt(fmt::format("block {}: trailing bytes", b));

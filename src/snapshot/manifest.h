@@ -25,14 +25,17 @@
 
 namespace warmfs {
 
-inline constexpr uint32_t kManifestFormatVersion = 1;
+// The newest format this warmfs reads and writes: 2 for a manifest whose entries name where
+// their bytes are (a snapshot of a branch), else 1, which older warmfs read too.
+inline constexpr uint32_t kManifestFormatVersion = 2;
 
 struct ManifestEntryView {
   std::string_view key;  // relative to the manifest's prefix
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   std::string etag;
-  std::string version_id;  // empty unless taken with versions
+  std::string version_id;     // empty unless taken with versions
+  std::string_view location;  // where the bytes are, relative to the prefix; empty: at key
 };
 
 class Manifest {
@@ -55,6 +58,10 @@ class Manifest {
   // The ETag in its packed encoding (the same in memory and in a file's blocks).
   std::string_view encoded_etag(size_t i) const;
   std::string version_id(size_t i) const;
+  // Where entry i's bytes are, relative to the prefix: another key than its own (a snapshot
+  // of a branch names the branch's objects), or empty for the key itself.
+  std::string_view location(size_t i) const;
+  bool has_locations() const { return has_locations_; }
   ManifestEntryView entry(size_t i) const;
 
   // Index of the first entry whose key is >= key (size() if none).
@@ -80,10 +87,12 @@ class Manifest {
   static_assert(sizeof(Entry) == 32);
 
   void append(std::string_view key, uint64_t size, int64_t mtime, std::string_view etag,
-              std::string_view version_id);
+              std::string_view version_id, std::string_view location);
   // As append, with the ETag already in its packed encoding (from a file's block).
   void append_encoded(std::string_view key, uint64_t size, int64_t mtime,
-                      std::string_view encoded_etag, std::string_view version_id);
+                      std::string_view encoded_etag, std::string_view version_id,
+                      std::string_view location);
+  void append_tail(std::string_view version_id, std::string_view location);
 
   std::string bucket_;
   std::string prefix_;
@@ -93,17 +102,22 @@ class Manifest {
   std::string etags_;
   std::string versions_;               // with versions: a length byte, then the id
   std::vector<uint32_t> version_off_;  // with versions: per entry, offset in versions_
+  bool has_locations_ = false;
+  std::string locations_;               // with locations: a varint length, then the location
+  std::vector<uint32_t> location_off_;  // with locations: per entry, offset in locations_
   std::vector<Entry> entries_;
 };
 
 // Collects entries in any order; finish() sorts them. A key given twice keeps the last.
 class ManifestBuilder {
  public:
-  ManifestBuilder(std::string bucket, std::string prefix, bool with_versions, int64_t created_sec);
-  // key is relative to the prefix. kInvalidArgument for an ETag or version id over 255 bytes
-  // or a key over 4 GiB.
+  // with_locations: entries may name where their bytes are (format 2).
+  ManifestBuilder(std::string bucket, std::string prefix, bool with_versions, int64_t created_sec,
+                  bool with_locations = false);
+  // key (and location) are relative to the prefix. kInvalidArgument for an ETag or version id
+  // over 255 bytes, a key over 4 GiB, or a location without with_locations.
   Status add(std::string_view key, uint64_t size, int64_t mtime_sec, std::string_view etag,
-             std::string_view version_id = {});
+             std::string_view version_id = {}, std::string_view location = {});
   size_t size() const { return m_.entries_.size(); }
   Manifest finish() &&;
 

@@ -28,6 +28,17 @@ ObjectInfo SnapshotStore::info_of(size_t i) const {
   return o;
 }
 
+std::string SnapshotStore::bytes_key_of(size_t i) const {
+  const std::string_view loc = manifest_->location(i);
+  return manifest_->prefix() + std::string(loc.empty() ? manifest_->key(i) : loc);
+}
+
+Result<std::string> SnapshotStore::bytes_key(std::string_view key) const {
+  const auto i = find(key);
+  if (!i) return Status(Errc::kNotFound, fmt::format("{} is not in the snapshot", key));
+  return bytes_key_of(*i);
+}
+
 Result<ObjectInfo> SnapshotStore::head(std::string_view key) {
   const auto i = find(key);
   if (!i) return Status(Errc::kNotFound, fmt::format("{} is not in the snapshot", key));
@@ -55,10 +66,11 @@ Result<size_t> SnapshotStore::get_range_progress(std::string_view key, uint64_t 
   }
   Result<size_t> r = Status(Errc::kInternal, "unreached");
   const std::string version = pin_versions_ ? manifest_->version_id(*i) : std::string();
+  const std::string at = bytes_key_of(*i);
   if (!version.empty()) {
-    r = inner_.get_range_version(key, version, offset, out, progress, seen);
+    r = inner_.get_range_version(at, version, offset, out, progress, seen);
   } else {
-    r = inner_.get_range_progress(key, offset, out, etag, progress, seen);
+    r = inner_.get_range_progress(at, offset, out, etag, progress, seen);
   }
   if (!r.is_ok() && (r.code() == Errc::kPreconditionFailed || r.code() == Errc::kNotFound)) {
     return stale(key, *i, r.status());

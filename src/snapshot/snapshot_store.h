@@ -5,7 +5,8 @@
 // revalidations) costs nothing in the bucket, and every mount of one manifest sees the same
 // keys, sizes and ETags. Reads go to the bucket pinned to the manifest's version of the
 // object: with If-Match of its ETag, or, for a manifest taken with versions, by its version
-// id (the bytes the snapshot was taken on, even after the key is overwritten). An object
+// id (the bytes the snapshot was taken on, even after the key is overwritten); an entry with a
+// location (a snapshot of a branch) is read from that key instead of its own. An object
 // changed or deleted since the snapshot fails with kPreconditionFailed (ESTALE at the
 // mount), logged once per key, never with other bytes. Writes fail with kReadOnly.
 //
@@ -30,6 +31,9 @@ class SnapshotStore : public ObjectStore {
                 bool pin_versions = false);
 
   const Manifest& manifest() const { return *manifest_; }
+  // The bucket's key that holds key's bytes: key itself, or the entry's location (a snapshot
+  // of a branch). kNotFound if key is not in the snapshot.
+  Result<std::string> bytes_key(std::string_view key) const;
 
   Result<ObjectInfo> head(std::string_view key) override;
   Result<size_t> get_range(std::string_view key, uint64_t offset, std::span<std::byte> out,
@@ -71,6 +75,7 @@ class SnapshotStore : public ObjectStore {
   // Index of key in the manifest, if key is below its prefix and in it.
   std::optional<size_t> find(std::string_view key) const;
   ObjectInfo info_of(size_t i) const;
+  std::string bytes_key_of(size_t i) const;
   // A failed read of key: a changed or deleted object becomes kPreconditionFailed, logged
   // the first time.
   Status stale(std::string_view key, size_t i, const Status& st);

@@ -436,3 +436,95 @@ TEST_CASE("a branch record encodes and decodes exactly", "[branch]") {
   CHECK(decode_branch_record("not json").code() == Errc::kCorrupt);
   CHECK(decode_branch_record("{\"format\": \"other\"}").code() == Errc::kCorrupt);
 }
+
+TEST_CASE("a manifest with locations: format 2, and format 1 without them", "[branch][snapshot]") {
+  ManifestBuilder plain("b", "p/", false, 5);
+  REQUIRE(plain.add("k", 1, 2, "e").is_ok());
+  CHECK(plain.add("l", 1, 2, "e", {}, "elsewhere").code() == Errc::kInvalidArgument);
+  const std::string v1 = encode_manifest(std::move(plain).finish());
+  CHECK(v1[8] == 1);  // older warmfs read it
+  for (bool versions : {false, true}) {
+    ManifestBuilder b("b", "p/", versions, 5, true);
+    REQUIRE(b.add("z", 3, 9, "0cc175b9c0f1b6a831c399e269772661", versions ? "v1" : "", "").is_ok());
+    REQUIRE(b.add("a/x", 1, 8, "e-2", versions ? "v2" : "", ".warmfs/branches/x/data/w/1").is_ok());
+    REQUIRE(b.add("m", 2, 7, "e3", "", "a/x").is_ok());
+    const Manifest m = std::move(b).finish();
+    const std::string bytes = encode_manifest(m);
+    CHECK(bytes[8] == 2);
+    auto d = decode_manifest(bytes);
+    REQUIRE(d.is_ok());
+    REQUIRE(d->size() == 3);
+    CHECK(d->has_locations());
+    CHECK(d->key(0) == "a/x");
+    CHECK(d->location(0) == ".warmfs/branches/x/data/w/1");
+    CHECK(d->etag(0) == "e-2");
+    CHECK(d->version_id(0) == (versions ? "v2" : ""));
+    CHECK(d->location(1) == "a/x");
+    CHECK(d->location(2).empty());
+    CHECK(d->etag(2) == "0cc175b9c0f1b6a831c399e269772661");
+    CHECK(encode_manifest(*d) == bytes);
+  }
+}
+
+TEST_CASE("a snapshot of a branch reads each name where its bytes are, and pins the branch",
+          "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  REQUIRE(put(*b, "data/new/x", "new x").is_ok());
+  REQUIRE(put(*b, "data/d0/f0", "changed").is_ok());
+  REQUIRE(rename(*b, "data/d1/f1", "data/moved").is_ok());
+  REQUIRE(b->remove("data/d2/f2").is_ok());
+  // Pin, then read the record (as `warmfs snapshot MNT` does).
+  REQUIRE(pin_branch(f.bucket, kPrefix, "exp1", "snap1").is_ok());
+  auto r = load_branch_record(f.bucket, kPrefix, "exp1");
+  REQUIRE(r.is_ok());
+  auto m = branch_manifest(*f.manifest, *r, 50);
+  REQUIRE(m.is_ok());
+  // Through a file: the manifest decodes to the same.
+  auto decoded = decode_manifest(encode_manifest(*m));
+  REQUIRE(decoded.is_ok());
+  SnapshotStore snap(f.bucket, std::make_shared<const Manifest>(std::move(*decoded)));
+  for (const std::string prefix : {"data/", "data/d1/", "data/new/"}) {
+    for (const std::string delim : {"/", ""}) {
+      INFO(prefix << " '" << delim << "'");
+      CHECK(all_pages(snap, prefix, delim, 2) == all_pages(*b, prefix, delim, 2));
+    }
+  }
+  CHECK(read(snap, "data/new/x") == "new x");
+  CHECK(read(snap, "data/d0/f0") == "changed");
+  CHECK(read(snap, "data/moved") == "1-1");
+  CHECK(read(snap, "data/d2/f2") == "<absent>");
+  CHECK(read(snap, "data/d3/f3") == "3-3");
+  // The branch goes on; pinned, it deletes none of the data objects the snapshot reads.
+  REQUIRE(put(*b, "data/d0/f0", "changed again").is_ok());
+  REQUIRE(b->remove("data/new/x").is_ok());
+  CHECK(read(snap, "data/d0/f0") == "changed");
+  CHECK(read(snap, "data/new/x") == "new x");
+  CHECK(read(*b, "data/d0/f0") == "changed again");
+  // A branch of the branch's snapshot reads through the locations too.
+  auto b2 = BranchStore::open(f.bucket, snap, BranchOptions{"exp2", "s2", true, 60});
+  REQUIRE(b2.is_ok());
+  CHECK(read(**b2, "data/moved") == "1-1");
+  REQUIRE(rename(**b2, "data/d0/f0", "data/f0-again").is_ok());
+  REQUIRE((*b2)->copy("data/new/x", "data/x-again", "").is_ok());
+  CHECK(read(**b2, "data/f0-again") == "changed");
+  auto h = (*b2)->head("data/x-again");
+  REQUIRE(h.is_ok());
+  REQUIRE((*b2)->replace_metadata("data/x-again", *h, ObjectHeaders{"", {{"mode", "1"}}}).is_ok());
+  CHECK(read(**b2, "data/x-again") == "new x");
+  // A record of another snapshot is refused.
+  r->snapshot_created += 1;
+  CHECK(branch_manifest(*f.manifest, *r, 50).code() == Errc::kInvalidArgument);
+}
+
+TEST_CASE("an unpinned branch deletes what no name refers to; a pinned one keeps it", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  REQUIRE(put(*b, "data/k", "1").is_ok());
+  REQUIRE(put(*b, "data/k", "2").is_ok());
+  CHECK(f.data_objects("exp1").size() == 1);
+  REQUIRE(pin_branch(f.bucket, kPrefix, "exp1", "p").is_ok());
+  REQUIRE(put(*b, "data/k", "3").is_ok());
+  REQUIRE(b->remove("data/k").is_ok());
+  CHECK(f.data_objects("exp1").size() == 2);
+}

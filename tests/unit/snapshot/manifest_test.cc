@@ -104,6 +104,6 @@ TEST_CASE("a damaged manifest is refused, never misread", "[snapshot]") {
   CHECK(decode_manifest(flipped).code() == Errc::kCorrupt);
   // A newer format is named as such.
   std::string newer = good;
-  newer[8] = 2;
+  newer[8] = 3;
   CHECK(decode_manifest(newer).code() == Errc::kNotSupported);
 }
