@@ -3,7 +3,8 @@ two branches of one stored snapshot, each adding, changing, renaming and deletin
 files through its mount; each shows only its own changes while mounted, after a remount and on
 a second (read-only) mount; a plain mount of the snapshot is unchanged; the bucket (checked
 with boto3) keeps the snapshot's keys as they were, and each branch's record and bytes below
-its own folder, with no copy of a renamed unchanged file. Prints the time to create a branch.
+its own folder, with no copy of a renamed unchanged file; a snapshot of a branch mounts and keeps
+showing what it took while the branch goes on. Prints the time to create a branch.
 """
 
 import errno
