@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/reserved_names.h"
+#include "snapshot/manifest.h"
 
 namespace warmfs {
 namespace {
@@ -123,6 +124,63 @@ Result<BranchRecord> decode_branch_record(std::string_view bytes) {
   } catch (const nlohmann::json::exception& e) {
     return Status(Errc::kCorrupt, fmt::format("damaged branch record: {}", e.what()));
   }
+}
+
+Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
+                                        std::string_view name, std::string* etag) {
+  const std::string key = branch_record_key(prefix, name);
+  WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store.head(key));
+  std::string bytes(info.size, '\0');
+  WARMFS_ASSIGN_OR_RETURN(
+      size_t got,
+      store.get_range(key, 0, std::as_writable_bytes(std::span(bytes.data(), bytes.size())),
+                      info.etag));
+  bytes.resize(got);
+  auto r = decode_branch_record(bytes);
+  if (!r.is_ok()) return Status(r.code(), fmt::format("{}: {}", key, r.status().message()));
+  if (r->prefix != prefix || r->branch != name) {
+    return Status(Errc::kCorrupt, fmt::format("{} is the record of branch '{}' of prefix '{}'", key,
+                                              r->branch, r->prefix));
+  }
+  if (etag != nullptr) *etag = info.etag;
+  return r;
+}
+
+Status pin_branch(ObjectStore& store, std::string_view prefix, std::string_view name,
+                  std::string_view pin) {
+  return store.put(branch_pins_root(prefix, name) + std::string(pin), {}, PutOptions{}).status();
+}
+
+Result<Manifest> branch_manifest(const Manifest& base, const BranchRecord& r, int64_t created_sec) {
+  if (r.bucket != base.bucket() || r.prefix != base.prefix() || r.snapshot_keys != base.size() ||
+      r.snapshot_created != base.created_sec()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("branch '{}' is not of this snapshot", r.branch));
+  }
+  const std::string data_loc =
+      branch_data_root(r.prefix, r.branch).substr(r.prefix.size());  // relative to the prefix
+  ManifestBuilder b(base.bucket(), base.prefix(), base.has_versions(), created_sec, true);
+  for (size_t i = 0; i < base.size(); ++i) {
+    if (r.entries.count(base.key(i)) != 0) continue;
+    WARMFS_RETURN_IF_ERROR(b.add(base.key(i), base.object_size(i), base.mtime_sec(i), base.etag(i),
+                                 base.version_id(i), base.location(i)));
+  }
+  for (const auto& [key, e] : r.entries) {
+    if (e.kind == BranchEntry::Kind::kData) {
+      WARMFS_RETURN_IF_ERROR(b.add(key, e.size, e.mtime_sec, e.etag, {}, data_loc + e.target));
+    } else if (e.kind == BranchEntry::Kind::kSnapshot) {
+      const auto j = base.find(e.target);
+      if (!j) {
+        return Status(Errc::kCorrupt, fmt::format("branch '{}' names {} as {}, which the snapshot "
+                                                  "lacks",
+                                                  r.branch, key, e.target));
+      }
+      const std::string_view loc = base.location(*j);
+      WARMFS_RETURN_IF_ERROR(b.add(key, e.size, e.mtime_sec, e.etag, base.version_id(*j),
+                                   loc.empty() ? std::string_view(e.target) : loc));
+    }
+  }
+  return std::move(b).finish();
 }
 
 }  // namespace warmfs

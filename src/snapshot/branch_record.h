@@ -12,7 +12,8 @@
 // In the bucket: PREFIX.warmfs/branches/NAME/record (this record, JSON, versioned) and
 // PREFIX.warmfs/branches/NAME/data/WRITER/SEQ (the bytes). docs/snapshots.md, "Branches".
 //
-// Plain data and pure functions; not thread safe by itself.
+// Plain data and pure functions, and the record's reads and pins in the bucket; thread safe as
+// the store is.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+#include "objstore/object_store.h"
+#include "snapshot/manifest.h"
 #include "warmfs/result.h"
 
 namespace warmfs {
@@ -69,9 +72,25 @@ std::string branch_data_root(std::string_view prefix, std::string_view name);
 // data objects (a snapshot of the branch may read them).
 std::string branch_pins_root(std::string_view prefix, std::string_view name);
 
-// The record as JSON (docs/snapshots.md, "Branch record").
+// The record as JSON (docs/snapshots.md, "The record").
 std::string encode_branch_record(const BranchRecord& r);
 // kCorrupt for bytes that are not a branch record; kNotSupported for a newer version.
 Result<BranchRecord> decode_branch_record(std::string_view bytes);
+
+// Reads branch `name` of prefix's record from the bucket (a HEAD and a GET pinned to its ETag;
+// etag, when given, gets it). kNotFound when there is none.
+Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
+                                        std::string_view name, std::string* etag = nullptr);
+
+// Stores pin `pin` of branch `name` (branch_pins_root): from then on the branch keeps every
+// data object, so a snapshot of it taken after the pin reads them for as long as the branch
+// exists.
+Status pin_branch(ObjectStore& store, std::string_view prefix, std::string_view name,
+                  std::string_view pin);
+
+// Branch r of snapshot base as a snapshot of its own: every name it shows, each with the key
+// its bytes are at (a location: the branch's data object, or the snapshot's key). kInvalidArgument
+// when r is not a branch of base; kCorrupt for a record naming what base lacks.
+Result<Manifest> branch_manifest(const Manifest& base, const BranchRecord& r, int64_t created_sec);
 
 }  // namespace warmfs

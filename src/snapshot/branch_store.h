@@ -166,20 +166,4 @@ class BranchStore : public ObjectStore {
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> uploads_;
 };
 
-// Reads branch `name` of prefix's record from the bucket (a HEAD and a GET pinned to its ETag;
-// etag, when given, gets it). kNotFound when there is none.
-Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
-                                        std::string_view name, std::string* etag = nullptr);
-
-// Stores pin `pin` of branch `name` (branch_pins_root): from then on the branch keeps every
-// data object, so a snapshot of it taken after the pin reads them for as long as the branch
-// exists.
-Status pin_branch(ObjectStore& store, std::string_view prefix, std::string_view name,
-                  std::string_view pin);
-
-// Branch r of snapshot base as a snapshot of its own: every name it shows, each with the key
-// its bytes are at (a location: the branch's data object, or the snapshot's key). kInvalidArgument
-// when r is not a branch of base; kCorrupt for a record naming what base lacks.
-Result<Manifest> branch_manifest(const Manifest& base, const BranchRecord& r, int64_t created_sec);
-
 }  // namespace warmfs
