@@ -29,9 +29,9 @@ class KvStore {
   // Deletes every key that starts with prefix.
   virtual Status erase_prefix(std::string_view prefix) = 0;
   // Calls visit for every key that starts with prefix, in key order, until it returns false.
-  virtual Status scan(std::string_view prefix,
-                      const std::function<bool(std::string_view key, std::string_view value)>&
-                          visit) const = 0;
+  virtual Status scan(
+      std::string_view prefix,
+      const std::function<bool(std::string_view key, std::string_view value)>& visit) const = 0;
 };
 
 }  // namespace warmfs

@@ -198,7 +198,8 @@ void ListingIndex::put_encoded(std::string_view dir_path, std::string_view value
 }
 
 void ListingIndex::erase(std::string_view dir_path) {
-  if (Status s = store_.erase(key(dir_path)); !s.is_ok()) log::warn("listing index: {}", s.message());
+  if (Status s = store_.erase(key(dir_path)); !s.is_ok())
+    log::warn("listing index: {}", s.message());
 }
 
 void ListingIndex::erase_tree(std::string_view dir_path) {

@@ -49,8 +49,7 @@ class ListingIndex {
                std::string_view prefix);
 
   std::optional<IndexedListing> get(std::string_view dir_path) const;
-  void put(std::string_view dir_path, const std::vector<DirEntry>& entries,
-           int64_t listed_at_ms);
+  void put(std::string_view dir_path, const std::vector<DirEntry>& entries, int64_t listed_at_ms);
   // Stores an encoded value (encode_listing).
   void put_encoded(std::string_view dir_path, std::string_view value);
   void erase(std::string_view dir_path);

@@ -57,9 +57,9 @@ DirListingPtr Metadata::listing_from_index(const std::string& dir_path) {
   for (DirEntry& e : listing->entries) {
     if (e.is_dir) e.mtime_sec = options_.dir_mtime_sec;
   }
-  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             clock_.wall_now().time_since_epoch())
-                             .count();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch())
+          .count();
   const auto age = std::chrono::milliseconds(std::max<int64_t>(now_ms - stored->listed_at_ms, 0));
   const auto now = clock_.now();
   const bool stale = age >= options_.ttl;
