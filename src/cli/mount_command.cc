@@ -122,11 +122,15 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
   const bool read_only = a.read_only || !a.snapshot.empty();
   mo.object_attrs = a.object_attrs || (!a.no_object_attrs && !read_only);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
-  if (!a.cache_dir.empty() && a.snapshot.empty()) {  // docs/ssd-cache.md, "Listing index"
-    WARMFS_ASSIGN_OR_RETURN(d.listing_db, KvDb::open(a.cache_dir + "/listings"));
-    d.listings = std::make_unique<ListingIndex>(*d.listing_db, d.store->config().endpoint,
-                                                src.bucket, src.prefix);
-    d.meta->set_listing_index(d.listings.get());
+  if (!a.cache_dir.empty() && a.snapshot.empty()) {   // docs/ssd-cache.md, "Listing index"
+    auto db = KvDb::open(a.cache_dir + "/listings");  // an optimization: mount without it
+    if (!db.is_ok()) log::warn("no listing index: {}", db.status().message());
+    if (db.is_ok()) d.listing_db = std::move(*db);
+    if (d.listing_db) {
+      d.listings = std::make_unique<ListingIndex>(*d.listing_db, d.store->config().endpoint,
+                                                  src.bucket, src.prefix);
+      d.meta->set_listing_index(d.listings.get());
+    }
   }
   FsOptions fo;
   fo.bucket = src.bucket;

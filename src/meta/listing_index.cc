@@ -162,6 +162,12 @@ ListingIndex::ListingIndex(KvStore& store, std::string_view endpoint, std::strin
         return k;
       }()) {}
 
+void ListingIndex::report(const Status& s) const {
+  if (s.is_ok()) return;
+  const uint64_t n = ++failures_;
+  if ((n & (n - 1)) == 0) log::warn("listing index ({} failures): {}", n, s.message());
+}
+
 std::string ListingIndex::key(std::string_view dir_path) const {
   std::string k = key_prefix_;
   k.append(dir_path);
@@ -171,7 +177,7 @@ std::string ListingIndex::key(std::string_view dir_path) const {
 std::optional<IndexedListing> ListingIndex::get(std::string_view dir_path) const {
   auto value = store_.get(key(dir_path));
   if (!value.is_ok()) {
-    log::warn("listing index: {}", value.status().message());
+    report(value.status());
     return std::nullopt;
   }
   if (!*value) return std::nullopt;
@@ -179,9 +185,7 @@ std::optional<IndexedListing> ListingIndex::get(std::string_view dir_path) const
   if (!listing) {
     log::warn("listing index: dropping a malformed entry for directory {:?}",
               std::string(dir_path));
-    if (Status s = store_.erase(key(dir_path)); !s.is_ok()) {
-      log::warn("listing index: {}", s.message());
-    }
+    report(store_.erase(key(dir_path)));
   }
   return listing;
 }
@@ -192,21 +196,16 @@ void ListingIndex::put(std::string_view dir_path, const std::vector<DirEntry>& e
 }
 
 void ListingIndex::put_encoded(std::string_view dir_path, std::string_view value) {
-  if (Status s = store_.put(key(dir_path), value); !s.is_ok()) {
-    log::warn("listing index: {}", s.message());
-  }
+  report(store_.put(key(dir_path), value));
 }
 
-void ListingIndex::erase(std::string_view dir_path) {
-  if (Status s = store_.erase(key(dir_path)); !s.is_ok())
-    log::warn("listing index: {}", s.message());
-}
+void ListingIndex::erase(std::string_view dir_path) { report(store_.erase(key(dir_path))); }
 
 void ListingIndex::erase_tree(std::string_view dir_path) {
   // The root's tree is the whole mount; below it, the directory and "dir/..." (not "dirx").
   Status s = dir_path.empty() ? store_.erase_prefix(key_prefix_) : store_.erase(key(dir_path));
   if (s.is_ok() && !dir_path.empty()) s = store_.erase_prefix(key(std::string(dir_path) + "/"));
-  if (!s.is_ok()) log::warn("listing index: {}", s.message());
+  report(s);
 }
 
 Status ListingIndex::scan(

@@ -14,11 +14,13 @@
 // directory only its name. About 30 bytes per file with a 20-byte name.
 //
 // Not an arbiter of anything: a value that does not decode is a miss (and is dropped), and
-// a store that fails is a miss and a log line, never a failed lookup.
+// a store that fails is a miss and a log line (the 1st, 2nd, 4th, 8th... failure: a full
+// disk does not flood the log), never a failed lookup.
 //
-// Thread safe (the store is; the class holds no state after construction).
+// Thread safe (the store is; the class holds an atomic failure count besides).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -64,9 +66,11 @@ class ListingIndex {
 
  private:
   std::string key(std::string_view dir_path) const;
+  void report(const Status& s) const;
 
   KvStore& store_;
   const std::string key_prefix_;
+  mutable std::atomic<uint64_t> failures_{0};
 };
 
 }  // namespace warmfs
