@@ -281,3 +281,54 @@ TEST_CASE("this mount's changes drop the index entries of the directories they c
   CHECK_FALSE(f.index.get("other"));
   CHECK_FALSE(f.index.get(""));
 }
+
+namespace {
+// A bucket that runs a hook once a LIST has its answer, before the caller has it.
+class HookedBucket : public MemoryObjectStore {
+ public:
+  using MemoryObjectStore::MemoryObjectStore;
+  Result<ListPage> list(const ListRequest& r) override {
+    auto page = MemoryObjectStore::list(r);
+    if (on_list) {
+      auto hook = std::move(on_list);
+      on_list = nullptr;
+      hook(r.prefix);
+    }
+    return page;
+  }
+  std::function<void(const std::string& prefix)> on_list;
+};
+}  // namespace
+
+TEST_CASE("a listing that began before a change here is not written to the index",
+          "[listing_index]") {
+  FakeClock clock;
+  HookedBucket bucket{"b", clock};
+  MemoryKvStore kv;
+  ListingIndex index{kv, "http://s3", "b", ""};
+  bucket.put_object("dir/a", "1");
+  bucket.put_object("dir/b", "1");
+  MetaOptions o;
+  o.ttl = 10s;
+  o.object_attrs = false;
+  Metadata m(bucket, clock, o);
+  m.set_listing_index(&index);
+  auto dir = m.lookup(kRootIno, "dir");
+  REQUIRE(dir.is_ok());
+  CHECK(index.get(""));
+  // Once the bucket has answered a LIST of dir (with dir/a), this mount removes dir/a.
+  bucket.on_list = [&](const std::string& prefix) {
+    CHECK(prefix == "dir/");
+    REQUIRE(bucket.remove("dir/a").is_ok());
+    m.removed(dir->ino, "a");
+  };
+  REQUIRE(m.list(dir->ino).is_ok());
+  CHECK_FALSE(bucket.on_list);
+  CHECK_FALSE(index.get("dir"));
+  // The next listing of it, with no change meanwhile, is kept.
+  m.forget_listing(dir->ino);
+  REQUIRE(m.list(dir->ino).is_ok());
+  auto kept = index.get("dir");
+  REQUIRE(kept);
+  CHECK(kept->entries.size() == 1);
+}
