@@ -521,6 +521,7 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
   if (it == nodes_.end() || it->second.is_dir) return false;
   auto lit = listings_.find(std::string(dir_name(it->second.path)));
   if (lit == listings_.end() || !fresh(lit->second.listing->listed_at)) return false;
+  if (lit->second.listing->said_at) return false;  // older than the TTL: not worth warming
   const auto& entries = lit->second.listing->entries;
   const std::string_view name = base_name(it->second.path);
   auto e = std::lower_bound(entries.begin(), entries.end(), name,

@@ -203,7 +203,8 @@ class Metadata {
   void renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
                std::string_view new_name);
   // For a file whose parent has a fresh cached listing: its index there, and up to `count`
-  // entries after it. False when there is no fresh listing (or the file is not in it).
+  // entries after it. False when there is no fresh listing (or the file is not in it), or
+  // the listing is an indexed one older than the TTL, served while it is listed again.
   bool following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
                          std::vector<DirEntry>* out) const;
   // True if the directory holds files created here and not uploaded yet.

@@ -111,10 +111,26 @@ TEST_CASE("index keys keep mounts of other endpoints, buckets and prefixes apart
 
 namespace {
 
+// A bucket that runs a hook once a LIST has its answer, before the caller has it.
+class HookedBucket : public MemoryObjectStore {
+ public:
+  using MemoryObjectStore::MemoryObjectStore;
+  Result<ListPage> list(const ListRequest& r) override {
+    auto page = MemoryObjectStore::list(r);
+    if (on_list) {
+      auto hook = std::move(on_list);
+      on_list = nullptr;
+      hook(r.prefix);
+    }
+    return page;
+  }
+  std::function<void(const std::string& prefix)> on_list;
+};
+
 // A bucket, and mounts of it that share one index (as mounts with one --cache-dir do).
 struct IndexFixture {
   FakeClock clock;
-  MemoryObjectStore bucket{"b", clock};
+  HookedBucket bucket{"b", clock};
   MemoryKvStore kv;
   ListingIndex index{kv, "http://s3", "b", ""};
 
@@ -237,6 +253,36 @@ TEST_CASE("a file from a stale indexed listing is revalidated on open", "[listin
   CHECK(opened->size == 7);
 }
 
+TEST_CASE("files after one in a stale indexed listing are not offered for warming",
+          "[listing_index]") {
+  IndexFixture f;
+  f.bucket.put_object("a", "1");
+  f.bucket.put_object("b", "2");
+  { walk(*f.mount()); }
+  uint64_t parent = 0;
+  size_t index = 0;
+  std::vector<DirEntry> next;
+  {
+    auto young = f.mount();  // within the TTL: as good as a fresh listing
+    auto a = young->lookup(kRootIno, "a");
+    REQUIRE(a.is_ok());
+    CHECK(young->following_entries(a->ino, 8, &parent, &index, &next));
+    CHECK(next.size() == 1);
+  }
+  f.clock.advance(1h);
+  Gate relisted;  // holds the background listing until the check is done
+  f.bucket.on_list = [&](const std::string&) { relisted.wait(); };
+  auto m = f.mount();
+  OpenOnExit open_on_exit(relisted);  // after m: its destructor waits for the listing
+  auto a = m->lookup(kRootIno, "a");
+  REQUIRE(a.is_ok());
+  CHECK_FALSE(m->following_entries(a->ino, 8, &parent, &index, &next));
+  relisted.open();
+  // Listed again (in the background): offered again.
+  CHECK(eventually([&] { return m->following_entries(a->ino, 8, &parent, &index, &next); }));
+  CHECK_FALSE(relisted.gave_up());
+}
+
 TEST_CASE("this mount's changes drop the index entries of the directories they change",
           "[listing_index]") {
   IndexFixture f;
@@ -281,24 +327,6 @@ TEST_CASE("this mount's changes drop the index entries of the directories they c
   CHECK_FALSE(f.index.get("other"));
   CHECK_FALSE(f.index.get(""));
 }
-
-namespace {
-// A bucket that runs a hook once a LIST has its answer, before the caller has it.
-class HookedBucket : public MemoryObjectStore {
- public:
-  using MemoryObjectStore::MemoryObjectStore;
-  Result<ListPage> list(const ListRequest& r) override {
-    auto page = MemoryObjectStore::list(r);
-    if (on_list) {
-      auto hook = std::move(on_list);
-      on_list = nullptr;
-      hook(r.prefix);
-    }
-    return page;
-  }
-  std::function<void(const std::string& prefix)> on_list;
-};
-}  // namespace
 
 TEST_CASE("a listing that began before a change here is not written to the index",
           "[listing_index]") {
