@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "cache/kv_db.h"
 #include "cli/commands.h"
 #include "cli/daemon.h"
 #include "cli/metrics_setup.h"
@@ -30,6 +31,7 @@
 #include "common/sizes.h"
 #include "fs/filesystem.h"
 #include "fuse/fuse_session.h"
+#include "meta/listing_index.h"
 #include "meta/metadata.h"
 #include "objstore/credential_chain.h"
 #include "objstore/credentials.h"
@@ -59,6 +61,8 @@ struct Daemon {
   std::unique_ptr<BranchStore> branch;      // with --branch: over snapshot and store, for all
   CacheTiers caches;
   std::unique_ptr<ReadPath> read_path;
+  std::unique_ptr<KvDb> listing_db;  // with --cache-dir (not --snapshot): listings kept
+  std::unique_ptr<ListingIndex> listings;
   std::unique_ptr<Metadata> meta;
   std::unique_ptr<StagingArea> staging;  // not with --read-only
   std::unique_ptr<Uploader> uploader;
@@ -126,6 +130,16 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
   const bool read_only = a.read_only || (!a.snapshot.empty() && a.branch.empty());
   mo.object_attrs = a.object_attrs || (!a.no_object_attrs && !read_only);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
+  if (!a.cache_dir.empty() && a.snapshot.empty()) {   // docs/ssd-cache.md, "Listing index"
+    auto db = KvDb::open(a.cache_dir + "/listings");  // an optimization: mount without it
+    if (!db.is_ok()) log::warn("no listing index: {}", db.status().message());
+    if (db.is_ok()) d.listing_db = std::move(*db);
+    if (d.listing_db) {
+      d.listings = std::make_unique<ListingIndex>(*d.listing_db, d.store->config().endpoint,
+                                                  src.bucket, src.prefix);
+      d.meta->set_listing_index(d.listings.get());
+    }
+  }
   FsOptions fo;
   fo.bucket = src.bucket;
   fo.prefix = src.prefix;

@@ -342,7 +342,9 @@ std::string Filesystem::stats_json() const {
                     {"inflight_bytes", rc.inflight_bytes}};
   j["metadata"] = {{"nodes", meta.nodes},
                    {"listing_cache_hits", meta.listing_cache_hits},
-                   {"skipped_keys", meta.skipped_keys}};
+                   {"skipped_keys", meta.skipped_keys},
+                   {"listing_index_hits", meta.listing_index_hits},
+                   {"listing_index_refreshes", meta.listing_index_refreshes}};
   const ProcessMemory pm = process_memory();
   j["process"] = {{"rss_bytes", pm.rss_bytes},
                   {"rss_peak_bytes", pm.rss_peak_bytes},

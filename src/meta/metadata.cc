@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "common/reserved_names.h"
+#include "meta/listing_index.h"
 
 namespace warmfs {
 
@@ -81,6 +82,12 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
   const std::string prefix = dir_key(dir_path);
   auto listing = std::make_shared<DirListing>();
   listing->listed_at = clock_.now();
+  const auto listed_at_wall = clock_.wall_now();
+  uint64_t edits = 0;
+  if (index_) {
+    std::lock_guard lock(mu_);
+    edits = index_edits_;
+  }
   uint64_t skipped = 0;
   ListRequest req;
   req.prefix = prefix;
@@ -132,28 +139,18 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
   } while (true);
   std::sort(listing->entries.begin(), listing->entries.end(),
             [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::string encoded;
+  if (index_) {
+    encoded = encode_listing(
+        listing->entries,
+        std::chrono::duration_cast<std::chrono::milliseconds>(listed_at_wall.time_since_epoch())
+            .count());
+  }
 
   std::lock_guard lock(mu_);
-  // Files created here and not uploaded yet belong in the listing too.
-  for (const auto& [ino, _] : local_inos_) {
-    const Node& n = nodes_.at(ino);
-    if (dir_name(n.path) != dir_path) continue;
-    DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, ""};
-    auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
-                               [](const DirEntry& a, const std::string& b) { return a.name < b; });
-    if (it != listing->entries.end() && it->name == e.name)
-      *it = std::move(e);
-    else
-      listing->entries.insert(it, std::move(e));
-  }
+  if (index_) index_listing_locked(dir_path, edits, encoded);
   skipped_keys_ += skipped;
-  // Keep the cache from growing without bound: drop stale listings now and then.
-  if (listings_.size() > 4096) {
-    for (auto it = listings_.begin(); it != listings_.end();) {
-      it = fresh(it->second.listing->listed_at) ? std::next(it) : listings_.erase(it);
-    }
-  }
-  listings_[dir_path] = CachedListing{listing};
+  install_listing_locked(dir_path, listing);
   return DirListingPtr(listing);
 }
 
@@ -232,6 +229,7 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   std::string path;
   std::string parent_path;
   DirListingPtr listing;
+  bool unlisted = false;  // no listing of parent, fresh or not
   {
     std::lock_guard lock(mu_);
     auto pit = nodes_.find(parent);
@@ -252,13 +250,15 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
       listing = lit->second.listing;
       ++listing_cache_hits_;
     }
+    unlisted = lit == listings_.end();
   }
+  if (unlisted && index_) listing = listing_from_index(parent_path);
   if (listing) {
     const DirEntry* e = listing->find(name);
     if (e == nullptr) return Status(Errc::kNotFound, "no such file or directory: " + path);
     DirEntry entry = *e;
     ensure_known(path, entry);
-    return upsert_node(parent, path, entry, listing->listed_at);
+    return upsert_node(parent, path, entry, listing->said_at.value_or(listing->listed_at));
   }
   if (const int pages = pages_to_list(parent_path); pages > 0) {
     // The first lookup in a directory lists it if one page holds it; after several lookups
@@ -305,6 +305,7 @@ Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_vie
 
 void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name,
                                    const DirEntry* entry) {
+  unindex_locked(dir_path);
   auto lit = listings_.find(dir_path);
   if (lit == listings_.end()) return;
   auto edited = std::make_shared<DirListing>(*lit->second.listing);
@@ -374,6 +375,7 @@ Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name, const
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));
     // A new directory is empty: no need to list it.
+    unindex_locked(path, true);
     auto empty = std::make_shared<DirListing>();
     empty->listed_at = clock_.now();
     listings_[path] = CachedListing{empty};
@@ -431,6 +433,7 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
   known_.erase(known_key(*path, true));
   touch_dir_locked(dir_name(*path));
   listings_.erase(*path);
+  unindex_locked(*path, true);
   edit_listing_locked(std::string(dir_name(*path)), name, nullptr);
 }
 
@@ -439,6 +442,7 @@ void Metadata::forget_listing(uint64_t dir_ino) {
   auto it = nodes_.find(dir_ino);
   if (it == nodes_.end() || !it->second.is_dir) return;
   listings_.erase(it->second.path);
+  unindex_locked(it->second.path);
 }
 
 void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
@@ -496,6 +500,8 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
       child.path = *to + "/" + child.path.substr(old_prefix.size());
       if (indexed) ino_by_path_[child.path] = child_ino;
     }
+    unindex_locked(*from, true);
+    unindex_locked(*to, true);
     for (auto lit = listings_.begin(); lit != listings_.end();) {
       const bool below = lit->first == *from || lit->first.rfind(old_prefix, 0) == 0 ||
                          lit->first == *to || lit->first.rfind(*to + "/", 0) == 0;
@@ -515,6 +521,7 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
   if (it == nodes_.end() || it->second.is_dir) return false;
   auto lit = listings_.find(std::string(dir_name(it->second.path)));
   if (lit == listings_.end() || !fresh(lit->second.listing->listed_at)) return false;
+  if (lit->second.listing->said_at) return false;  // older than the TTL: not worth warming
   const auto& entries = lit->second.listing->entries;
   const std::string_view name = base_name(it->second.path);
   auto e = std::lower_bound(entries.begin(), entries.end(), name,
@@ -588,6 +595,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
 Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
   std::string path;
   DirListingPtr listing;
+  bool unlisted = false;
   {
     std::lock_guard lock(mu_);
     auto it = nodes_.find(dir_ino);
@@ -599,7 +607,9 @@ Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
       ++listing_cache_hits_;
       listing = lit->second.listing;
     }
+    unlisted = lit == listings_.end();
   }
+  if (unlisted && index_) listing = listing_from_index(path);
   if (!listing) {
     WARMFS_ASSIGN_OR_RETURN(listing, fetch_listing(path));
   }
@@ -624,7 +634,8 @@ Result<std::string> Metadata::key_of(uint64_t ino) {
 
 MetaCounters Metadata::counters() const {
   std::lock_guard lock(mu_);
-  return MetaCounters{nodes_.size(), listing_cache_hits_, skipped_keys_};
+  return MetaCounters{nodes_.size(), listing_cache_hits_, skipped_keys_, listing_index_hits_,
+                      listing_index_refreshes_};
 }
 
 }  // namespace warmfs

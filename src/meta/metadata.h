@@ -30,10 +30,20 @@
 // (ETag and Last-Modified) it was said of, beyond the TTL and the kernel's forgets: listing
 // again later costs LIST requests only. Changes this mount makes are kept the same way.
 //
+// With a listing index (set_listing_index(): --cache-dir, meta/listing_index.h), every listing
+// from the bucket is kept there too, and a directory this mount has no listing of is read
+// from it before the bucket is asked: a listing younger than the TTL is used as if listed
+// then; an older one is used at once (lookups and readdir answered from it, for the TTL) and
+// listed again in the background (stale-while-revalidate), so the mount reflects the bucket
+// within the TTL. Files from an older indexed listing are not trusted for open() (a HEAD
+// revalidates them, as after the TTL). What this mount changes in a directory drops its
+// entry (the next mount lists it again).
+//
 // Thread safe: one mutex guards the inode table, the listing cache and the attributes;
 // object-store requests are made without holding it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -42,9 +52,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/clock.h"
+#include "common/thread_pool.h"
 #include "meta/object_attrs.h"
 #include "objstore/object_store.h"
 #include "warmfs/result.h"
@@ -90,6 +102,9 @@ struct DirEntry {
 struct DirListing {
   std::vector<DirEntry> entries;
   std::chrono::steady_clock::time_point listed_at;
+  // When the bucket said so, if before listed_at (a listing from the index, older than the
+  // TTL, served while it is listed again): what nodes made from it are validated at.
+  std::optional<std::chrono::steady_clock::time_point> said_at;
   const DirEntry* find(std::string_view name) const;
 };
 using DirListingPtr = std::shared_ptr<const DirListing>;
@@ -98,14 +113,23 @@ struct MetaCounters {
   uint64_t nodes = 0;
   uint64_t listing_cache_hits = 0;
   uint64_t skipped_keys = 0;
+  uint64_t listing_index_hits = 0;       // directories read from the listing index
+  uint64_t listing_index_refreshes = 0;  // of those, listed again in the background
 };
 
 // True if `name` can be a path component: not empty, ".", "..", no '/', at most 255 bytes.
 bool is_valid_name(std::string_view name);
 
+class ListingIndex;
+
 class Metadata {
  public:
   Metadata(ObjectStore& store, Clock& clock, MetaOptions options);
+  ~Metadata();
+
+  // Keeps listings in index too, and reads them from it (see above). Before any other call;
+  // index outlives this.
+  void set_listing_index(ListingIndex* index);
 
   // Finds `name` in directory `parent` and counts one kernel reference to it.
   // kNotFound when absent; kInvalidArgument for names that cannot exist.
@@ -179,7 +203,8 @@ class Metadata {
   void renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
                std::string_view new_name);
   // For a file whose parent has a fresh cached listing: its index there, and up to `count`
-  // entries after it. False when there is no fresh listing (or the file is not in it).
+  // entries after it. False when there is no fresh listing (or the file is not in it), or
+  // the listing is an indexed one older than the TTL, served while it is listed again.
   bool following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
                          std::vector<DirEntry>* out) const;
   // True if the directory holds files created here and not uploaded yet.
@@ -274,6 +299,21 @@ class Metadata {
   static std::string_view base_name(std::string_view path);
   static std::string_view dir_name(std::string_view path);
 
+  // ---- The listing index (metadata_index.cc) -------------------------------------------
+  // Caches listing for dir_path, with the files created here and not uploaded yet; mu_ held.
+  void install_listing_locked(const std::string& dir_path,
+                              const std::shared_ptr<DirListing>& listing);
+  // The listing of a directory this mount has none of, from the index (installed, and
+  // listed again in the background if older than the TTL); null if the index has none.
+  DirListingPtr listing_from_index(const std::string& dir_path);
+  // Keeps a listing from the bucket in the index, unless this mount changed a directory
+  // since edits was read (it may be older than the change); mu_ held.
+  void index_listing_locked(const std::string& dir_path, uint64_t edits,
+                            const std::string& encoded);
+  // This mount changed dir_path (tree: and what is below it): its index entry goes; mu_ held.
+  void unindex_locked(const std::string& dir_path, bool tree = false);
+  void refresh_in_background(const std::string& dir_path);
+
   ObjectStore& store_;
   Clock& clock_;
   const MetaOptions options_;
@@ -288,6 +328,16 @@ class Metadata {
   std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;
+  ListingIndex* index_ = nullptr;
+  uint64_t index_edits_ = 0;                    // changes that dropped index entries
+  std::unordered_set<std::string> refreshing_;  // directories listed in the background now
+  uint64_t listing_index_hits_ = 0;
+  uint64_t listing_index_refreshes_ = 0;
+
+  std::atomic<bool> stopping_{false};  // set by the destructor: queued refreshes do nothing
+  // Background listings of stale indexed directories (with an index only). Last: its
+  // threads stop before the rest goes.
+  std::unique_ptr<ThreadPool> refresher_;
 };
 
 }  // namespace warmfs

@@ -1,0 +1,76 @@
+// Memory of Metadata per entry of a large tree, walked as `ls -lR` does (a listing of every
+// directory and a lookup of every entry): what the nodes, the path index and the listings
+// cost. Hidden ([.memory]): it measures and prints, for docs/architecture.md; run it with
+//   build/tests/warmfs_unit_tests "[.memory]" -s
+#include <fmt/format.h>
+#include <malloc.h>
+
+#include <catch2/catch.hpp>
+
+#include "meta/listing_index.h"
+#include "meta/metadata.h"
+#include "support/fake_clock.h"
+#include "support/memory_object_store.h"
+
+using namespace warmfs;
+using namespace std::chrono_literals;
+
+TEST_CASE("metadata bytes per entry of a tree of 100,000 files", "[.memory]") {
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  constexpr int kDirs = 100;
+  constexpr int kFiles = 1000;
+  uint64_t name_bytes = 0;
+  for (int d = 0; d < kDirs; ++d) {
+    for (int f = 0; f < kFiles; ++f) {
+      const std::string name = fmt::format("img{:07d}.jpg", d * kFiles + f);
+      name_bytes += name.size();
+      bucket.put_object(fmt::format("class{:03d}/{}", d, name), "x");
+    }
+  }
+  MetaOptions o;
+  o.ttl = 1h;
+  o.object_attrs = false;
+  malloc_trim(0);
+  const size_t before = mallinfo2().uordblks;
+  size_t entries = 0;
+  {
+    auto meta = std::make_unique<Metadata>(bucket, clock, o);
+    auto root = meta->list(kRootIno);
+    REQUIRE(root.is_ok());
+    for (const DirEntry& d : (*root)->entries) {
+      auto dir = meta->lookup(kRootIno, d.name);
+      REQUIRE(dir.is_ok());
+      auto l = meta->list(dir->ino);
+      REQUIRE(l.is_ok());
+      for (const DirEntry& e : (*l)->entries) {
+        REQUIRE(meta->lookup(dir->ino, e.name).is_ok());
+        ++entries;
+      }
+    }
+    const size_t after = mallinfo2().uordblks;
+    const double per_entry = static_cast<double>(after - before) / static_cast<double>(entries);
+    const double name = static_cast<double>(name_bytes) / static_cast<double>(entries);
+    WARN(fmt::format("{} entries: {:.0f} bytes each, names {:.0f} bytes: {:.0f} bytes on top",
+                     entries, per_entry, name, per_entry - name));
+    CHECK(entries == kDirs * kFiles);
+  }
+}
+
+TEST_CASE("listing index value of 100,000 files: size and decode time", "[.memory]") {
+  std::vector<DirEntry> entries;
+  for (int i = 0; i < 100'000; ++i) {
+    entries.push_back(DirEntry{fmt::format("img{:07d}.jpg", i), false, 100'000 + uint64_t(i) * 7,
+                               1704067200 + i, "\"0123456789abcdef0123456789abcdef\""});
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string v = encode_listing(entries, 1);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto back = decode_listing(v);
+  const auto t2 = std::chrono::steady_clock::now();
+  REQUIRE(back);
+  CHECK(back->entries.size() == entries.size());
+  using ms = std::chrono::duration<double, std::milli>;
+  WARN(fmt::format("{} bytes ({:.1f} per entry); encode {:.1f} ms, decode {:.1f} ms", v.size(),
+                   double(v.size()) / 1e5, ms(t1 - t0).count(), ms(t2 - t1).count()));
+}
