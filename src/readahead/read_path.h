@@ -65,6 +65,16 @@ struct ReadaheadOptions {
   // does not make a reader wait for its end. 64 MiB rather than less: fewer requests leave
   // more CPU for the bytes on a CPU-bound origin (docs/benchmark-misses.md).
   uint64_t max_request_bytes = 64ull << 20;
+  // Each sequential stream sizes its read-ahead requests by measuring its throughput
+  // (RequestSizer, readahead/request_sizer.h): it starts at initial_request_bytes and halves
+  // the size (more requests in flight) while that raises throughput, down to
+  // min_request_bytes, or doubles it while that does, up to max_request_bytes. An object store
+  // that holds each connection to tens of MB/s needs many requests in flight; a local origin
+  // short of CPU does better with few large ones. 16 MiB: sixteen requests in flight in a
+  // 256 MiB window, four in a stream's 64 MiB share of four. 0 turns the sizing off (requests
+  // of max_request_bytes, at most half the window).
+  uint64_t initial_request_bytes = 16ull << 20;
+  uint64_t min_request_bytes = 4ull << 20;
   // Chunks fetched from the bucket wait, after their readers have them, for the SSD tier's
   // write queue to take them. Up to this many bytes of them are free; beyond it they count
   // against max_inflight_bytes, so read-ahead slows to what the disk takes rather than

@@ -1,7 +1,9 @@
 #include "readahead/windowed_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <utility>
 
 namespace warmfs {
@@ -163,6 +165,16 @@ bool WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
     }
   } else if (!was_open) {
     window_ = o.initial_window_chunks;
+    if (!sizer_ && o.initial_request_bytes != 0) {
+      RequestSizer::Options so;
+      auto chunks = [&](uint64_t bytes) {
+        return static_cast<uint32_t>(std::clamp<uint64_t>(bytes / chunk_size_, 1, UINT32_MAX));
+      };
+      so.max_chunks = chunks(o.max_request_bytes);
+      so.min_chunks = chunks(o.min_request_bytes);
+      so.initial_chunks = chunks(o.initial_request_bytes);
+      sizer_ = std::make_shared<RequestSizer>(so);
+    }
   }
   // A small read outside any stream, of a chunk this reader does not hold: left to the
   // caller's range read (no fetch started here).
@@ -225,7 +237,10 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
   // share a request; wait while enough is still ahead of the reader.
   const ReadaheadOptions& o = fetcher_->options();
   const uint64_t per_request = std::max<uint64_t>(1, o.max_request_bytes / chunk_size_);
-  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window / 2, per_request));
+  const uint64_t batch =
+      sizer_
+          ? std::min<uint64_t>(per_request, sizer_->request_chunks(static_cast<uint32_t>(window)))
+          : std::max<uint64_t>(1, std::min<uint64_t>(window / 2, per_request));
   if (i > last + 1 && stop < chunk_count_ && stop < i + batch) return;
   // Many streams share the budget: wait until it covers a whole batch (or half the budget,
   // if that is less), rather than taking back a chunk at a time as readers free it, which
@@ -250,7 +265,14 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
     slots_.emplace(i, std::move(slot));
   }
   ahead_end_ = std::max(ahead_end_, i);
-  if (!pending.empty()) fetcher_->submit(std::move(pending));
+  if (pending.empty()) return;
+  std::function<void(uint64_t)> on_fetched;
+  if (sizer_) {
+    on_fetched = [sizer = sizer_, generation = sizer_->generation()](uint64_t bytes) {
+      sizer->completed(generation, bytes, RequestSizer::Clock::now());
+    };
+  }
+  fetcher_->submit(std::move(pending), {}, batch * chunk_size_, std::move(on_fetched));
 }
 
 Result<ChunkPtr> WindowedReader::obtain(uint64_t index, bool* in_memory) {
