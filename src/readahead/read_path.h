@@ -70,10 +70,13 @@ struct ReadaheadOptions {
   // the size (more requests in flight) while that raises throughput, down to
   // min_request_bytes, or doubles it while that does, up to max_request_bytes. An object store
   // that holds each connection to tens of MB/s needs many requests in flight; a local origin
-  // short of CPU does better with few large ones. 16 MiB: sixteen requests in flight in a
-  // 256 MiB window, four in a stream's 64 MiB share of four. 0 turns the sizing off (requests
-  // of max_request_bytes, at most half the window).
-  uint64_t initial_request_bytes = 16ull << 20;
+  // short of CPU does better with few large ones. 32 MiB: eight requests in flight in a
+  // 256 MiB window (400 MB/s at 50 MB/s a connection) from the start; on an origin short of
+  // CPU it costs some throughput against 64 MiB (0.93x, within the noise), 16 MiB cost more,
+  // and a 64 MiB start left a capped stream at four connections until the climb had measured
+  // twice (docs/benchmark-misses.md, "Cold streams on an object store's shape"). 0 turns the
+  // sizing off (requests of max_request_bytes, at most half the window).
+  uint64_t initial_request_bytes = 32ull << 20;
   uint64_t min_request_bytes = 4ull << 20;
   // Chunks fetched from the bucket wait, after their readers have them, for the SSD tier's
   // write queue to take them. Up to this many bytes of them are free; beyond it they count

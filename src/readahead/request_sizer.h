@@ -74,15 +74,15 @@ class RequestSizer {
   const Options options_;
   mutable std::mutex mu_;
   State state_ = State::kBaseline;
-  uint32_t size_;          // chunks per request (before the window's limit)
-  uint32_t window_ = 0;    // last window seen
+  uint32_t size_;        // chunks per request (before the window's limit)
+  uint32_t window_ = 0;  // last window seen
   uint64_t generation_ = 0;
   // The measurement of this generation.
   bool started_ = false;  // its first completion has come
   Clock::time_point first_;
   Clock::time_point last_;
-  uint64_t bytes_ = 0;     // after the first completion
-  uint32_t count_ = 0;     // completions after the first
+  uint64_t bytes_ = 0;  // after the first completion
+  uint32_t count_ = 0;  // completions after the first
   // The last size kept, and its throughput.
   uint32_t base_size_ = 0;
   double base_rate_ = 0;

@@ -6,6 +6,8 @@
 #include <functional>
 #include <utility>
 
+#include "common/log.h"
+
 namespace warmfs {
 
 WindowedReader::WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVersion version)
@@ -19,6 +21,12 @@ WindowedReader::WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVers
 }
 
 WindowedReader::~WindowedReader() {
+  if (sizer_ && sizer_->best_rate() > 0) {
+    log::debug("read-ahead of {}: requests of {} chunks ({}), {:.0f} MB/s", version_.key,
+               sizer_->size_chunks(),
+               sizer_->state() == RequestSizer::State::kHold ? "held" : "still measuring",
+               sizer_->best_rate() / 1e6);
+  }
   std::lock_guard lock(mu_);
   if (counted_) fetcher_->stream_closed();
   for (auto& [index, slot] : slots_) retire_locked(slot);

@@ -88,6 +88,7 @@ def main() -> int:
     ap.add_argument("--first-byte-ms", type=float, default=15.0)
     ap.add_argument("--shape", choices=list(bench_origin.SHAPES), default="plain")
     ap.add_argument("--streams", type=int, default=1, help="objects read at once (big/obj-0..N-1)")
+    ap.add_argument("--warmfs-arg", action="append", default=[], help="extra `warmfs mount` argument")
     ap.add_argument("--origin-parts", type=int, default=16, help="range GETs per object for `origin`")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -114,8 +115,10 @@ def main() -> int:
     origin.start()
     try:
         print(f"origin shape {a.shape}: {origin.set_shape(a.shape, a.first_byte_ms, 0.0)}", flush=True)
-        systems = {n: (WarmfsBinary(n.split("@", 1)[1], work, origin, logs, []) if "@" in n
-                       else kinds[n](work, origin, logs, [])) for n in set(order) if n != "origin"}
+        def extra(n):
+            return list(a.warmfs_arg) if n.startswith("warmfs") else []
+        systems = {n: (WarmfsBinary(n.split("@", 1)[1], work, origin, logs, extra(n)) if "@" in n
+                       else kinds[n](work, origin, logs, extra(n))) for n in set(order) if n != "origin"}
         keys = [a.key] if a.streams == 1 else [f"big/obj-{i}.bin" for i in range(a.streams)]
         sizes = [origin.object_path(k).stat().st_size for k in keys]
         total = sum(sizes)
