@@ -60,9 +60,8 @@ double mbps(double v) { return v * 1e6; }
 TEST_CASE("request sizer: a per-connection cap makes it halve the size while throughput rises",
           "[readahead][request_sizer]") {
   // 50 MB/s per request in flight (window / size of them), 1,500 MB/s in all.
-  Stream s(options(), [](uint32_t size) {
-    return std::min(mbps(50) * (kWindow / size), mbps(1500));
-  });
+  Stream s(options(),
+           [](uint32_t size) { return std::min(mbps(50) * (kWindow / size), mbps(1500)); });
   s.run();
   REQUIRE(s.sizer.state() == State::kHold);
   // 16 (800 MB/s) -> 8 (1,500) kept -> 4 (1,500, no gain) -> back to 8.
