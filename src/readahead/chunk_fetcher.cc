@@ -221,7 +221,10 @@ bool ChunkFetcher::pin_pending(const ChunkKey& key) {
   return it != pinned_.end() && !it->second.chunk && !it->second.fetch->done();
 }
 
-size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done) {
+size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done,
+                            uint64_t max_run_bytes, std::function<void(uint64_t)> on_fetched) {
+  const uint64_t cap = max_run_bytes == 0 ? options_.max_request_bytes
+                                          : std::min(max_run_bytes, options_.max_request_bytes);
   size_t runs = 0;
   size_t i = 0;
   while (i < pending.size()) {
@@ -233,14 +236,16 @@ size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<voi
       const PendingFetch& prev = run.back();
       if (next.key.index != prev.key.index + 1 || next.key.key != prev.key.key ||
           next.key.etag != prev.key.etag || prev.length != options_.chunk_size ||
-          bytes + next.length > options_.max_request_bytes) {
+          bytes + next.length > cap) {
         break;
       }
       bytes += next.length;
       run.push_back(std::move(pending[i]));
     }
     auto task = std::make_shared<std::vector<PendingFetch>>(std::move(run));
-    auto work = [this, task, on_run_done] { run_fetches(*task, on_run_done); };
+    auto work = [this, task, on_run_done, on_fetched] {
+      run_fetches(*task, on_run_done, on_fetched);
+    };
     ++runs;
     if (!pool_.submit(work)) work();  // shut down
   }
@@ -248,7 +253,8 @@ size_t ChunkFetcher::submit(std::vector<PendingFetch> pending, std::function<voi
 }
 
 void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run,
-                               const std::function<void()>& on_done) {
+                               const std::function<void()>& on_done,
+                               const std::function<void(uint64_t)>& on_fetched) {
   std::vector<ChunkPtr> chunks(run.size());
   std::vector<Status> status(run.size());
   std::vector<bool> fetched(run.size(), false);  // came from the bucket: to be cached
@@ -307,12 +313,14 @@ void ChunkFetcher::run_fetches(const std::vector<PendingFetch>& run,
     if (!completed[i]) run[i].fetch->complete(chunks[i], status[i]);
   }
   if (on_done) on_done();  // the request is over for its readers
+  uint64_t from_bucket = 0;
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (fetched[i]) from_bucket += run[i].length;
+  }
+  if (on_fetched && from_bucket != 0) on_fetched(from_bucket);
   // Only now the slower tiers, whose put may wait for room in a write queue.
   if (cacheable && &fast_cache_ != &cache_) {
-    uint64_t handoff = 0;
-    for (size_t i = 0; i < run.size(); ++i) {
-      if (fetched[i]) handoff += run[i].length;
-    }
+    const uint64_t handoff = from_bucket;
     handoff_bytes_.fetch_add(handoff, std::memory_order_relaxed);
     for (size_t i = 0; i < run.size(); ++i) {
       if (!fetched[i]) continue;

@@ -102,8 +102,11 @@ class ChunkFetcher {
   // Starts deferred fetches: consecutive chunks of one version share one range GET of up to
   // max_request_bytes. Returns how many runs (requests at most) it started; on_run_done, when
   // given, is called once per run once its chunks are complete, before the slower tiers take
-  // them (on a fetch thread).
-  size_t submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done = {});
+  // them (on a fetch thread). max_run_bytes, when not 0, caps a request below
+  // max_request_bytes (a stream's RequestSizer picks it). on_fetched, when given, is called
+  // once per run that fetched from the bucket, with the bytes it fetched, as on_run_done is.
+  size_t submit(std::vector<PendingFetch> pending, std::function<void()> on_run_done = {},
+                uint64_t max_run_bytes = 0, std::function<void(uint64_t)> on_fetched = {});
   // Holds chunk key (of `length` bytes) for a reader to come: fetched as a prefetch (its
   // fetch appended to defer, for submit()) unless cached or in flight, and answered by
   // acquire() until unpin(). Pins of one key nest. False, and nothing pinned, when the
@@ -166,8 +169,10 @@ class ChunkFetcher {
   std::shared_ptr<FetchState> start_fetch(const ChunkKey& key, uint64_t length, bool prefetch);
   // Fetches a run of consecutive chunks of one version with one request and completes each,
   // then calls on_done (if any) before handing the chunks to the slower tiers. Chunks found in
-  // the slower tiers cost no request; the rest come from the bucket.
-  void run_fetches(const std::vector<PendingFetch>& run, const std::function<void()>& on_done);
+  // the slower tiers cost no request; the rest come from the bucket. on_fetched (if any) is
+  // then told the bytes that came from the bucket, if some did.
+  void run_fetches(const std::vector<PendingFetch>& run, const std::function<void()>& on_done,
+                   const std::function<void(uint64_t)>& on_fetched);
   // One range GET for run[from, to), filling chunks or status (run_fetches() caches them).
   // Chunks whose bytes have all landed while the request goes on are made at once and passed
   // to early(i) (which completes them), all but the last.

@@ -65,6 +65,19 @@ struct ReadaheadOptions {
   // does not make a reader wait for its end. 64 MiB rather than less: fewer requests leave
   // more CPU for the bytes on a CPU-bound origin (docs/benchmark-misses.md).
   uint64_t max_request_bytes = 64ull << 20;
+  // Each sequential stream sizes its read-ahead requests by measuring its throughput
+  // (RequestSizer, readahead/request_sizer.h): it starts at initial_request_bytes and halves
+  // the size (more requests in flight) while that raises throughput, down to
+  // min_request_bytes, or doubles it while that does, up to max_request_bytes. An object store
+  // that holds each connection to tens of MB/s needs many requests in flight; a local origin
+  // short of CPU does better with few large ones. 32 MiB: eight requests in flight in a
+  // 256 MiB window (400 MB/s at 50 MB/s a connection) from the start; on an origin short of
+  // CPU it costs some throughput against 64 MiB (0.93x, within the noise), 16 MiB cost more,
+  // and a 64 MiB start left a capped stream at four connections until the climb had measured
+  // twice (docs/benchmark-misses.md, "Cold streams on an object store's shape"). 0 turns the
+  // sizing off (requests of max_request_bytes, at most half the window).
+  uint64_t initial_request_bytes = 32ull << 20;
+  uint64_t min_request_bytes = 4ull << 20;
   // Chunks fetched from the bucket wait, after their readers have them, for the SSD tier's
   // write queue to take them. Up to this many bytes of them are free; beyond it they count
   // against max_inflight_bytes, so read-ahead slows to what the disk takes rather than

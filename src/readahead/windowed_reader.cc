@@ -1,8 +1,12 @@
 #include "readahead/windowed_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <utility>
+
+#include "common/log.h"
 
 namespace warmfs {
 
@@ -17,6 +21,12 @@ WindowedReader::WindowedReader(std::shared_ptr<ChunkFetcher> fetcher, ObjectVers
 }
 
 WindowedReader::~WindowedReader() {
+  if (sizer_ && sizer_->best_rate() > 0) {
+    log::debug("read-ahead of {}: requests of {} chunks ({}), {:.0f} MB/s", version_.key,
+               sizer_->size_chunks(),
+               sizer_->state() == RequestSizer::State::kHold ? "held" : "still measuring",
+               sizer_->best_rate() / 1e6);
+  }
   std::lock_guard lock(mu_);
   if (counted_) fetcher_->stream_closed();
   for (auto& [index, slot] : slots_) retire_locked(slot);
@@ -163,6 +173,16 @@ bool WindowedReader::plan_locked(uint64_t offset, uint64_t end, uint64_t first, 
     }
   } else if (!was_open) {
     window_ = o.initial_window_chunks;
+    if (!sizer_ && o.initial_request_bytes != 0) {
+      RequestSizer::Options so;
+      auto chunks = [&](uint64_t bytes) {
+        return static_cast<uint32_t>(std::clamp<uint64_t>(bytes / chunk_size_, 1, UINT32_MAX));
+      };
+      so.max_chunks = chunks(o.max_request_bytes);
+      so.min_chunks = chunks(o.min_request_bytes);
+      so.initial_chunks = chunks(o.initial_request_bytes);
+      sizer_ = std::make_shared<RequestSizer>(so);
+    }
   }
   // A small read outside any stream, of a chunk this reader does not hold: left to the
   // caller's range read (no fetch started here).
@@ -225,7 +245,10 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
   // share a request; wait while enough is still ahead of the reader.
   const ReadaheadOptions& o = fetcher_->options();
   const uint64_t per_request = std::max<uint64_t>(1, o.max_request_bytes / chunk_size_);
-  const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(window / 2, per_request));
+  const uint64_t batch =
+      sizer_
+          ? std::min<uint64_t>(per_request, sizer_->request_chunks(static_cast<uint32_t>(window)))
+          : std::max<uint64_t>(1, std::min<uint64_t>(window / 2, per_request));
   if (i > last + 1 && stop < chunk_count_ && stop < i + batch) return;
   // Many streams share the budget: wait until it covers a whole batch (or half the budget,
   // if that is less), rather than taking back a chunk at a time as readers free it, which
@@ -250,7 +273,14 @@ void WindowedReader::issue_prefetches_locked(uint64_t last) {
     slots_.emplace(i, std::move(slot));
   }
   ahead_end_ = std::max(ahead_end_, i);
-  if (!pending.empty()) fetcher_->submit(std::move(pending));
+  if (pending.empty()) return;
+  std::function<void(uint64_t)> on_fetched;
+  if (sizer_) {
+    on_fetched = [sizer = sizer_, generation = sizer_->generation()](uint64_t bytes) {
+      sizer->completed(generation, bytes, RequestSizer::Clock::now());
+    };
+  }
+  fetcher_->submit(std::move(pending), {}, batch * chunk_size_, std::move(on_fetched));
 }
 
 Result<ChunkPtr> WindowedReader::obtain(uint64_t index, bool* in_memory) {

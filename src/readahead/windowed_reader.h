@@ -13,7 +13,9 @@
 // miss, or a prefetch still in flight) doubles it, up to max_window_chunks. A read that is not
 // sequential closes the window and drops the slots outside its own range, so a random reader
 // fetches exactly the chunks it touches. Prefetches go through the global budget and stop when it
-// is spent; a prefetch that failed is retried once by the read that needs it.
+// is spent; a prefetch that failed is retried once by the read that needs it. The window is
+// fetched in requests of the size the stream's RequestSizer finds best (request_sizer.h), so
+// the window over the request size is how many requests the stream keeps in flight.
 //
 // A small read (a part of one chunk, at most kSmallReadBytes) that is not sequential and whose
 // chunk the reader does not hold is first tried, on the reader's thread, against the memory
@@ -35,6 +37,7 @@
 
 #include "readahead/chunk_fetcher.h"
 #include "readahead/read_path.h"
+#include "readahead/request_sizer.h"
 
 namespace warmfs {
 
@@ -99,7 +102,10 @@ class WindowedReader final : public Reader {
   ChunkKey key_;  // this version's key; index rewritten on each use
   std::map<uint64_t, Slot> slots_;
   uint32_t window_ = 0;
-  bool counted_ = false;    // counted among the fetcher's open streams (window_ > 0)
+  bool counted_ = false;  // counted among the fetcher's open streams (window_ > 0)
+  // Sizes this stream's read-ahead requests; made when the first window opens (shared with
+  // the fetch threads, which report completions to it). Null when sizing is off.
+  std::shared_ptr<RequestSizer> sizer_;
   uint64_t ahead_end_ = 0;  // one past the last chunk read-ahead has covered
   bool has_prev_ = false;
   uint64_t prev_end_ = 0;

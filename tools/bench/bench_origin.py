@@ -70,6 +70,15 @@ class Spec:
             self.small_dirs * self.small_per_dir * self.small_kib * KiB
 
 
+# Origin shapes (--origin-shape). `plain` is the proxy as the command line sets it (15 ms first
+# byte, no cap); `capped` is an object store's: each connection is held to 50 MB/s (400 Mbit/s)
+# and the first byte takes 25 ms, so a reader gets the origin's bandwidth only by spreading its
+# requests over many connections. A shape other than `plain` measures the cold phase only, and
+# records it as phase `cold-<shape>` (its own rows in the report).
+SHAPES = {"plain": None,
+          "capped": {"first_byte_delay_ms": 25.0, "bandwidth_mbps": 400.0, "bandwidth_scope": "connection"}}
+
+
 FULL = Spec("full")
 SMOKE = Spec("smoke", big_count=4, big_mib=8, token_mib=8, small_dirs=8, small_per_dir=5,
              small_kib=64, shards=2, shard_mib=1, blob_kib=100, ckpt_mib=8)
@@ -200,6 +209,21 @@ class Origin:
             if p is not None:
                 harness._stop_popen(p)
         self.proxy = self.s3rver = None
+
+    def set_shape(self, shape: str, first_byte_ms: float, bandwidth_mbps: float) -> dict:
+        """Switches the proxy to an origin shape (SHAPES; `plain` is first_byte_ms and a total
+        cap of bandwidth_mbps) through its control API; returns the settings now in force."""
+        import urllib.request
+        settings = SHAPES[shape] or {"first_byte_delay_ms": float(first_byte_ms),
+                                     "bandwidth_mbps": float(bandwidth_mbps), "bandwidth_scope": "total"}
+        req = urllib.request.Request(f"http://127.0.0.1:{self.control_port}/settings",
+                                     data=json.dumps(settings).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            now = json.loads(r.read())
+        if any(now[k] != v for k, v in settings.items()):
+            raise RuntimeError(f"s3proxy settings are {now}, wanted {settings}")
+        return now
 
     def client(self, direct: bool = False):
         return harness.s3_client(self.direct if direct else self.endpoint, harness.S3RVER_KEY,

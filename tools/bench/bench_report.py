@@ -30,6 +30,8 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("records", "cold"), ("records-order", "cold"),
         ("ckpt", "cold"),
         ("find", "cold"), ("find", "snapshot")]
+# Each cold row again on the capped origin (tools/bench/run --origin-shape capped), after it.
+ROWS = [r for w, p in ROWS for r in ([(w, p), (w, "cold-capped")] if p == "cold" else [(w, p)])]
 WORKLOAD_TITLES = {
     "seq": "sequential read, one object, 1 MiB reads (MB/s)",
     "par4": "four objects read in parallel (MB/s, total)",
@@ -44,7 +46,7 @@ WORKLOAD_TITLES = {
     "ckpt": "checkpoint written, fsync (s to fsync return)",
     "find": "mount + `find | wc -l` of a tree of 100,000 tiny objects (s; warmfs requests)",
 }
-PHASE_TITLES = {"cold": "cold", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
+PHASE_TITLES = {"cold": "cold", "cold-capped": "cold, capped origin (50 MB/s per connection, 25 ms)", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
                 "snapshot": "from a snapshot (docs/snapshots.md)"}
 LOWER_IS_BETTER = {"ls", "ckpt", "find"}
 
@@ -133,11 +135,15 @@ def value(table, w, p, s):
 def reference(table, w, p):
     """(system, value) a row's ratios are taken against: cold -> origin, warm -> local warm,
     warm-dropped -> the FUSE ceiling where it applies, else local warm; snapshot -> local cold."""
-    order = {"cold": ["origin", "local"], "warm": ["local"], "warm-dropped": ["ceiling", "local"],
-             "snapshot": ["local"]}[p]
+    order = {"cold": ["origin", "local"], "cold-capped": ["origin", "local"], "warm": ["local"],
+             "warm-dropped": ["ceiling", "local"], "snapshot": ["local"]}[p]
     for s in order:
-        ph = "warm" if (s == "local" and p not in ("cold", "snapshot")) else \
-            ("cold" if s == "origin" or p == "snapshot" else p)
+        if s == "local":
+            ph = "cold" if p in ("cold", "cold-capped", "snapshot") else "warm"
+        elif s == "origin":
+            ph = p  # the origin limit of the same shape
+        else:
+            ph = p
         v = value(table, w, ph, s)
         if v:
             return s, v
@@ -173,6 +179,20 @@ def targets(table, metas) -> list[tuple[str, str, str]]:
     peers = [v for v in (value(table, "seq", "cold", "s3fs"), value(table, "seq", "cold", "rclone")) if v]
     x = r(wf("seq", "cold"), max(peers)) if peers else None
     add("cold seq ahead of both peers", f"{x:.2f}x the faster peer" if x else "-", None if x is None else x > 1)
+    for p, shape in (("cold", ""), ("cold-capped", " (capped origin)")):
+        x = r(wf("par4", p), value(table, "par4", p, "origin"))
+        add(f"cold four streams{shape} >= 0.7x origin limit", f"{x:.2f}x" if x else "-",
+            None if x is None else x >= 0.7)
+        peers = [v for v in (value(table, "par4", p, "s3fs"), value(table, "par4", p, "rclone")) if v]
+        x = r(wf("par4", p), max(peers)) if peers else None
+        add(f"cold four streams{shape} ahead of both peers", f"{x:.2f}x the faster peer" if x else "-",
+            None if x is None else x > 1)
+    x = r(wf("seq", "cold-capped"), value(table, "seq", "cold-capped", "origin"))
+    add("cold seq (capped origin) >= 0.9x origin limit", f"{x:.2f}x" if x else "-", None if x is None else x >= 0.9)
+    peers = [v for v in (value(table, "seq", "cold-capped", "s3fs"), value(table, "seq", "cold-capped", "rclone")) if v]
+    x = r(wf("seq", "cold-capped"), max(peers)) if peers else None
+    add("cold seq (capped origin) ahead of both peers", f"{x:.2f}x the faster peer" if x else "-",
+        None if x is None else x > 1)
     peers = [v for v in (value(table, "small", "cold", "s3fs"), value(table, "small", "cold", "rclone")) if v]
     x = r(wf("small", "cold"), max(peers)) if peers else None
     add("small files cold >= 3x the faster peer", f"{x:.2f}x" if x else "-", None if x is None else x >= 3)
@@ -311,7 +331,10 @@ def runs_section(metas, table=None) -> list[str]:
                    f"{mach['memory_gib']} GiB, kernel {mach['kernel']}, Debian {mach['debian']}; "
                    f"origin s3rver {v.get('s3rver')} (node {v.get('node')}) behind tools/s3proxy with "
                    f"{m['first_byte_delay_ms']:g} ms first-byte delay"
-                   f"{', ' + str(m['bandwidth_mbps']) + ' Mbit/s cap' if m['bandwidth_mbps'] else ', no bandwidth cap'}; "
+                   f"{', ' + str(m['bandwidth_mbps']) + ' Mbit/s cap' if m['bandwidth_mbps'] else ', no bandwidth cap'}"
+                   + "".join(f" (then {k}: {sh['bandwidth_mbps']:g} Mbit/s per {sh['bandwidth_scope']}, "
+                             f"{sh['first_byte_delay_ms']:g} ms first byte)"
+                             for k, sh in (m.get("origin_shapes") or {}).items() if sh) + "; "
                    f"{v.get('warmfs')} (memory cache {m['warmfs_memory_cache_mib']} MiB"
                    f"{', extra args ' + ' '.join(m['warmfs_args']) if m['warmfs_args'] else ''}), "
                    + ", ".join(str(v[k]) for k in ("s3fs", "rclone", "libfuse", "fio", "aws")
@@ -341,7 +364,8 @@ tools/bench/run --smoke                          # tiny sizes, warmfs only, < 60
 ```
 
 Root is needed (page-cache drops, mounts). Options: `--first-byte-ms` (15), `--bandwidth-mbps`
-(total cap, off), `--rand-seconds` (10), `--memory-cache-mib` (2048), `--warmfs-arg=ARG`
+(total cap, off), `--origin-shape plain,capped` (the cold rows again on an origin that holds each
+connection to 50 MB/s with 25 ms first byte, as an object store does: rows `cold, capped origin`), `--rand-seconds` (10), `--memory-cache-mib` (2048), `--warmfs-arg=ARG`
 (repeatable, passed to `warmfs mount`), `--data-dir` (default `/var/tmp/warmfs-bench/full`),
 `--results`, `--doc`, `--fresh` (forget earlier lines instead of merging). Every mount is
 unmounted on the way out, and each measurement has a timeout that reports `timeout` and moves on.

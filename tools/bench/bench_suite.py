@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import MiB, dd_argv, drop_caches, harness, parse_dd  # noqa: E402
 import bench_origin  # noqa: E402
 import bench_report  # noqa: E402
-from bench_origin import BUCKET, FULL, SMOKE, Origin, log  # noqa: E402
+from bench_origin import BUCKET, FULL, SHAPES, SMOKE, Origin, log  # noqa: E402
 from bench_systems import MOUNTED, Ceiling  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +70,10 @@ CEILING_WORKLOADS = {"seq", "par4", "rand"}
 TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "shuffle": 300,
            "shuffle-order": 300, "ls": 240, "tar": 300, "records": 300, "records-order": 300,
            "ckpt": 300, "find": 900}
+# Range GETs in parallel per object for the origin limit of the big-file reads, per shape: with
+# a per-connection cap the limit is what many connections together get.
+ORIGIN_PARTS = {"plain": {"seq": 8, "par4": 4}, "capped": {"seq": 16, "par4": 8}}
+
 # The shuffled epoch: one fixed permutation of the small files, the same for every system.
 SHUFFLE_SEED = 19
 
@@ -147,6 +151,17 @@ def held_kib(pid, memfds=None) -> int:
     return fields.get("VmRSS", 0) - fields.get("RssShmem", 0) + memfd_kib
 
 
+def cpu_seconds(pids) -> float:
+    """User + system CPU time, in seconds, of the given processes (all their threads)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+    return total / tick
+
+
 class RssSampler:
     """Max memory held (held_kib, summed over the given pids) sampled every 100 ms on a thread."""
 
@@ -199,6 +214,17 @@ class Bench:
         self.ceiling: Ceiling | None = None
         self.binary_mtimes: dict[str, str] = {}
         self.phase = "cold"
+        self.shape = "plain"
+
+    def label(self, phase: str) -> str:
+        """The phase as recorded: `cold` on a shape other than plain is `cold-<shape>`."""
+        return phase if self.shape == "plain" else f"{phase}-{self.shape}"
+
+    def set_shape(self, shape: str) -> None:
+        """Switches the proxy to an origin shape (SHAPES) through its control API."""
+        now = self.origin.set_shape(shape, self.args.first_byte_ms, self.args.bandwidth_mbps)
+        self.shape = shape
+        log(f"origin shape {shape}: {now}")
 
     # ---- plumbing ------------------------------------------------------------------------------
 
@@ -272,9 +298,12 @@ class Bench:
 
     def measure(self, workload, phase, system, fn, pids=(), stats=None) -> str:
         """Run fn() -> metrics dict, record one line; returns the status."""
-        rec = {"type": "measurement", "workload": workload, "phase": phase, "system": system}
+        rec = {"type": "measurement", "workload": workload, "phase": self.label(phase), "system": system}
         before = stats() if stats else None
         proxy_before = self.origin.proxy_stats()
+        # Where the CPU goes: the system's own processes, the proxy, the origin (s3rver).
+        roles = {"system": list(pids), "proxy": [self.origin.proxy.pid], "s3rver": [self.origin.s3rver.pid]}
+        cpu_before = {r: cpu_seconds(p) for r, p in roles.items()}
         t0 = time.monotonic()
         with RssSampler(pids) as rss:
             try:
@@ -288,6 +317,7 @@ class Bench:
                 msg = str(e).strip().splitlines()
                 rec.update(status="error", error=(msg[-1] if msg else type(e).__name__)[:300])
         rec["wall_s"] = round(time.monotonic() - t0, 3)
+        rec["cpu_s"] = {r: round(cpu_seconds(p) - cpu_before[r], 2) for r, p in roles.items() if p}
         if pids:
             rec["rss_max_mib"] = round(rss.max_kib / 1024, 1)
         with contextlib.suppress(Exception):
@@ -464,9 +494,9 @@ class Bench:
     def origin_workload(self, workload, timeout) -> dict:
         s = self.spec
         if workload == "seq":
-            return self.curl_ranges(s.big_keys()[:1], 8, timeout)
+            return self.curl_ranges(s.big_keys()[:1], ORIGIN_PARTS[self.shape]["seq"], timeout)
         if workload == "par4":
-            return self.curl_ranges(s.big_keys(), 4, timeout)
+            return self.curl_ranges(s.big_keys(), ORIGIN_PARTS[self.shape]["par4"], timeout)
         if workload == "rand":
             r = worker(["origin-rand", self.origin.endpoint, BUCKET, s.token_key, s.token_mib * MiB,
                         "--jobs", 4, "--seconds", self.args.rand_seconds], timeout)
@@ -591,6 +621,8 @@ class Bench:
 
     def run_phases(self, workload, system, fn, phases, pids=lambda: (), stats=None, prewarm=None):
         timeout = self.timeout(workload)
+        if self.shape != "plain":
+            phases = [p for p in phases if p == "cold"]
         for i, phase in enumerate(phases):
             if phase in ("cold", "warm-dropped"):
                 self.drop(workload)
@@ -603,7 +635,7 @@ class Bench:
             status = self.measure(workload, phase, system, lambda: fn(timeout), pids(), stats)
             if status == "timeout":
                 for rest in phases[i + 1:]:
-                    self.emit({"type": "measurement", "workload": workload, "phase": rest,
+                    self.emit({"type": "measurement", "workload": workload, "phase": self.label(rest),
                                "system": system, "status": "skipped",
                                "error": f"after a timeout in {phase}"})
                 return
@@ -625,7 +657,7 @@ class Bench:
         time recorded apart, as `snapshot_s`). The local copy has no mount: `find` alone."""
         timeout = self.timeout("find")
         for system in systems:
-            if system in ("origin", "ceiling"):
+            if system in ("origin", "ceiling") or (system == "local" and self.shape != "plain"):
                 continue
             log(f"--- find on {system}")
             if system == "local":
@@ -634,7 +666,7 @@ class Bench:
                     lambda: self.find_tree(self.local, timeout)))
                 continue
             m = self.mounts[system]
-            phases = ["cold", "snapshot"] if system == "warmfs" else ["cold"]
+            phases = ["cold", "snapshot"] if system == "warmfs" and self.shape == "plain" else ["cold"]
             for phase in phases:
                 extra = []
                 snap = {}
@@ -642,7 +674,7 @@ class Bench:
                     try:
                         extra, snap = self.take_snapshot(m, timeout)
                     except Exception as e:
-                        self.emit({"type": "measurement", "workload": "find", "phase": phase,
+                        self.emit({"type": "measurement", "workload": "find", "phase": self.label(phase),
                                    "system": system, "status": "error", "error": str(e)[:300]})
                         continue
                 self.drop("find")
@@ -691,7 +723,9 @@ class Bench:
             return
         phases = PHASES[workload]
         for system in systems:
-            log(f"--- {workload} on {system}")
+            if self.shape != "plain" and (system in ("local", "ceiling") or "cold" not in phases):
+                continue  # these do not touch the origin, or have no cold phase
+            log(f"--- {workload} on {system}" + ("" if self.shape == "plain" else f" ({self.shape} origin)"))
             if system == "local":
                 ph = [p for p in phases if p != "warm-dropped"]
                 self.run_phases(workload, "local",
@@ -710,7 +744,7 @@ class Bench:
                     self.run_phases(workload, "ceiling", lambda t: self.ceiling_workload(workload, t),
                                     phases, prewarm=lambda t: self.pre_warm_ceiling(workload, t))
                 except Exception as e:
-                    self.emit({"type": "measurement", "workload": workload, "phase": "cold",
+                    self.emit({"type": "measurement", "workload": workload, "phase": self.label("cold"),
                                "system": "ceiling", "status": "error", "error": str(e)[:300]})
                 finally:
                     c.unmount()
@@ -723,7 +757,7 @@ class Bench:
                                     pids=m.pids, stats=m.stats if m.has_stats else None,
                                     prewarm=lambda t: self.pre_warm(workload, m.root, t))
                 except Exception as e:
-                    self.emit({"type": "measurement", "workload": workload, "phase": "cold",
+                    self.emit({"type": "measurement", "workload": workload, "phase": self.label("cold"),
                                "system": system, "status": "error", "error": str(e)[:300]})
                 finally:
                     m.unmount()
@@ -782,7 +816,8 @@ class Bench:
                 "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**20, 1),
                             "kernel": platform.release(), "debian": debian},
                 "versions": versions, "first_byte_delay_ms": self.args.first_byte_ms,
-                "bandwidth_mbps": self.args.bandwidth_mbps, "rand_seconds": self.args.rand_seconds,
+                "bandwidth_mbps": self.args.bandwidth_mbps,
+                "origin_shapes": {k: SHAPES[k] for k in self.args.origin_shape}, "rand_seconds": self.args.rand_seconds,
                 "warmfs_memory_cache_mib": self.args.memory_cache_mib,
                 "warmfs_args": self.args.warmfs_arg}
 
@@ -811,8 +846,10 @@ class Bench:
             bench_origin.clear_prefix(self.origin.client(direct=True), "ckpt/")
             self.warm_up_origin()
             self.emit(self.meta(systems))
-            for w in workloads:
-                self.run_workload(w, systems)
+            for shape in self.args.origin_shape:
+                self.set_shape(shape)
+                for w in workloads:
+                    self.run_workload(w, systems)
         finally:
             for m in [*self.mounts.values(), self.ceiling]:
                 m.unmount()
@@ -842,6 +879,10 @@ def main() -> int:
     ap.add_argument("--fresh", action="store_true", help="drop earlier results instead of merging")
     ap.add_argument("--first-byte-ms", type=float, default=15.0, help="proxy first-byte delay (15)")
     ap.add_argument("--bandwidth-mbps", type=float, default=0.0, help="proxy bandwidth cap, total (off)")
+    ap.add_argument("--origin-shape", default="plain",
+                    help=f"origin shapes to measure, in turn ({','.join(SHAPES)}; default plain): "
+                    "capped holds each connection to 50 MB/s with 25 ms first byte; its cold rows "
+                    "are recorded as phase cold-capped")
     ap.add_argument("--rand-seconds", type=float, default=None, help="fio runtime per pass (10; smoke 1)")
     ap.add_argument("--memory-cache-mib", type=int, default=2048, help="warmfs --memory-cache-size (2048)")
     ap.add_argument("--warmfs-arg", action="append", default=[],
@@ -851,6 +892,7 @@ def main() -> int:
         raise SystemExit("tools/bench/run: needs root (drop_caches, mounts)")
     workloads = parse_list(args.only, WORKLOADS, "workload")
     systems = parse_list(args.systems or ("warmfs" if args.smoke else ",".join(SYSTEMS)), SYSTEMS, "system")
+    args.origin_shape = parse_list(args.origin_shape, list(SHAPES), "origin shape")
     if args.rand_seconds is None:
         args.rand_seconds = 1.0 if args.smoke else 10.0
     out_dir = REPO / "build" / "bench-smoke"
