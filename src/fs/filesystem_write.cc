@@ -122,9 +122,10 @@ Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version
 Status Filesystem::stage_through(FileHandle& handle, StagedObject& obj) {
   Status st = ensure_staged(obj, handle.version());
   // Renamed here since the handle opened: its bytes are at the new key.
-  if (st.code() == Errc::kNotFound && follow_move(handle))
-    st = ensure_staged(obj, handle.version());
-  return st;
+  if (st.code() != Errc::kNotFound) return st;
+  Status moved = follow_move(handle);
+  if (moved.is_ok()) return ensure_staged(obj, handle.version());
+  return moved.code() == Errc::kNotFound ? st : moved;
 }
 
 void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj,
