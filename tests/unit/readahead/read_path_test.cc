@@ -517,7 +517,10 @@ TEST_CASE("a read stopped by an error leaves no stale failure behind", "[readahe
   s.store.fail_next(Op::kGetRange, 2, Status(Errc::kIo, "injected"));
   std::vector<std::byte> buf(2 * kChunk);
   CHECK(r->read(2 * kChunk + 10, buf).code() == Errc::kIo);
-  CHECK(eventually([&] { return s.store.in_flight() == 0; }));
+  // The fetches the read left behind still run; wait until both failures have acted (a fetch
+  // still queued when the store is idle would otherwise take the second one later, from the
+  // read below that joins it).
+  CHECK(eventually([&] { return s.store.injected_count() == 2 && s.store.in_flight() == 0; }));
   // Chunk 3's failed fetch was never waited for; reading it now fetches it again.
   s.read_check(*r, 3 * kChunk + 10, 100);
   s.read_check(*r, 2 * kChunk, 100);
