@@ -599,9 +599,11 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
     }
     for (auto& [ino, obj] : below) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(ino, obj)));
     if (Status st = rename_dir(from, to, dst.is_ok()); !st.is_ok()) {
-      // Copies it could not take back show as the bucket has them.
+      // Copies it could not take back show as the bucket has them, in the empty directory
+      // it was to replace too.
       meta_.forget_listing(parent);
       meta_.forget_listing(new_parent);
+      if (dst.is_ok()) meta_.forget_listing(dst->ino);
       return st;
     }
     meta_.renamed(parent, name, new_parent, new_name);
