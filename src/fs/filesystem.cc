@@ -211,9 +211,13 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
     }
   } else {
     r = src->reader->read_slices(offset, length, out);
-    if (!r.is_ok() && r.code() == Errc::kNotFound && follow_move(handle)) {
-      src = handle.source();
-      r = src->reader->read_slices(offset, length, out);
+    if (!r.is_ok() && r.code() == Errc::kNotFound) {
+      if (Status moved = follow_move(handle); moved.is_ok()) {
+        src = handle.source();
+        r = src->reader->read_slices(offset, length, out);
+      } else if (moved.code() != Errc::kNotFound) {
+        r = std::move(moved);  // the new key could not be asked: not ENOENT
+      }
     }
   }
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(clock_.now() - start);
@@ -229,19 +233,21 @@ Result<size_t> Filesystem::read_slices(FileHandle& handle, uint64_t offset, uint
   return r;
 }
 
-bool Filesystem::follow_move(FileHandle& handle) {
+Status Filesystem::follow_move(FileHandle& handle) {
   const std::shared_ptr<FileHandle::Source> src = handle.source();
   const ObjectVersion& old = src->version;
   auto key = meta_.key_of(handle.ino());
-  if (!key.is_ok() || *key == old.key) return false;
+  if (!key.is_ok() || *key == old.key) return Status(Errc::kNotFound, "not moved");
   // The object at the new key is the one the rename copied: same bytes, and the same size
-  // (its ETag may differ: a copy of a multipart object has a new one).
+  // (its ETag may differ: a copy of a multipart object has a new one). A HEAD that fails
+  // (a 500, a reset) says nothing about the move: its error is the caller's, not ENOENT.
   auto info = store_.head(*key);
-  if (!info.is_ok() || info->size != old.size) return false;
+  if (!info.is_ok()) return std::move(info).take_status();
+  if (info->size != old.size) return Status(Errc::kNotFound, "moved object replaced");
   ObjectVersion moved{*key, info->etag, info->size};
   log::info("{:?} moved to {:?}: an open handle follows it", old.key, moved.key);
   handle.follow(moved, read_path_.open(moved));
-  return true;
+  return Status::ok();
 }
 
 StatfsResult Filesystem::statfs() const {

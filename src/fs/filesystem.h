@@ -352,8 +352,9 @@ class Filesystem {
   // what the bucket holds (a file never uploaded leaves the namespace).
   void abandon_unheld(uint64_t ino, const std::shared_ptr<StagedObject>& obj);
   // A read found the handle's object gone: if this mount moved it (a rename of the file or of
-  // a directory above it), the handle follows it to its new key. False if it did not move.
-  bool follow_move(FileHandle& handle);
+  // a directory above it), the handle follows it to its new key. kNotFound if it did not
+  // move; the error of the HEAD of the new key if that failed.
+  Status follow_move(FileHandle& handle);
   // ensure_staged() from the version the handle reads, following a move (follow_move).
   Status stage_through(FileHandle& handle, StagedObject& obj);
   Status rename_dir(const std::string& from_key, const std::string& to_key, bool to_exists);

@@ -122,9 +122,10 @@ Status Filesystem::ensure_staged(StagedObject& obj, const ObjectVersion& version
 Status Filesystem::stage_through(FileHandle& handle, StagedObject& obj) {
   Status st = ensure_staged(obj, handle.version());
   // Renamed here since the handle opened: its bytes are at the new key.
-  if (st.code() == Errc::kNotFound && follow_move(handle))
-    st = ensure_staged(obj, handle.version());
-  return st;
+  if (st.code() != Errc::kNotFound) return st;
+  Status moved = follow_move(handle);
+  if (moved.is_ok()) return ensure_staged(obj, handle.version());
+  return moved.code() == Errc::kNotFound ? st : moved;
 }
 
 void Filesystem::committed(uint64_t ino, const std::shared_ptr<StagedObject>& obj,
@@ -598,9 +599,11 @@ Status Filesystem::rename(uint64_t parent, std::string_view name, uint64_t new_p
     }
     for (auto& [ino, obj] : below) WARMFS_RETURN_IF_ERROR(as_flush_error(do_flush(ino, obj)));
     if (Status st = rename_dir(from, to, dst.is_ok()); !st.is_ok()) {
-      // Copies it could not take back show as the bucket has them.
+      // Copies it could not take back show as the bucket has them, in the empty directory
+      // it was to replace too.
       meta_.forget_listing(parent);
       meta_.forget_listing(new_parent);
+      if (dst.is_ok()) meta_.forget_listing(dst->ino);
       return st;
     }
     meta_.renamed(parent, name, new_parent, new_name);

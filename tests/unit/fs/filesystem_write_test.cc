@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "common/errno_map.h"
 #include "support/fs_fixture.h"
 
 namespace warmfs {
@@ -188,6 +189,50 @@ TEST_CASE("fs write: a handle open across a rename of its directory or of itself
   REQUIRE(f.fs->rename(e->ino, "big", e->ino, "moved", 0).is_ok());
   CHECK(read_all(*o2->handle) == data);
   f.fs->release(std::move(o2->handle));
+}
+
+TEST_CASE("fs write: a moved file's handle that cannot ask the new key fails with EIO, not ENOENT",
+          "[fs][write]") {
+  // The model test's read ENOENT of seed 102 (step 195,460): the HEAD of the new key met a
+  // reset, and the read reported the old key's absence as the file's.
+  FsFixture f({.writable = true});
+  std::string data(100000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('a' + (i * 11) % 26);
+  f.bucket.put_object("d/x", data);
+  auto x = f.resolve("d/x");
+  REQUIRE(x.is_ok());
+  auto o = f.fs->open(x->ino, O_RDONLY);
+  REQUIRE(o.is_ok());
+  auto w = f.fs->open(x->ino, O_WRONLY);
+  REQUIRE(w.is_ok());
+  REQUIRE(f.fs->rename(kRootIno, "d", kRootIno, "e", 0).is_ok());
+  CHECK(f.object("d/x") == "<absent>");
+
+  std::vector<std::byte> buf(data.size());
+  f.store.fail_next(FaultInjectingStore::Op::kHead, 1,
+                    Status(Errc::kTimeout, "injected: connection reset"));
+  auto r = f.fs->read(*o->handle, 0, buf);
+  REQUIRE_FALSE(r.is_ok());
+  CHECK(to_errno(r.status()) == EIO);
+  // A write stages the file's bytes from its new key; the same failure there is EIO too.
+  f.store.fail_next(FaultInjectingStore::Op::kHead, 1,
+                    Status(Errc::kIo, "injected: 500 InternalError"));
+  const std::string one = "Z";
+  auto wr = f.fs->write(*w->handle, 5, std::as_bytes(std::span(one)));
+  REQUIRE_FALSE(wr.is_ok());
+  CHECK(to_errno(wr.status()) == EIO);
+
+  // With the store answering again, both follow the file to its new key.
+  r = f.fs->read(*o->handle, 0, buf);
+  REQUIRE(r.is_ok());
+  CHECK(std::string(reinterpret_cast<const char*>(buf.data()), *r) == data);
+  wr = f.fs->write(*w->handle, 5, std::as_bytes(std::span(one)));
+  REQUIRE(wr.is_ok());
+  REQUIRE(f.fs->flush(*w->handle).is_ok());
+  f.fs->release(std::move(w->handle));
+  f.fs->release(std::move(o->handle));
+  data[5] = 'Z';
+  CHECK(f.object("e/x") == data);
 }
 
 TEST_CASE("fs write: a handle open for writing across a rename of its directory writes on",
