@@ -19,11 +19,11 @@
 namespace warmfs {
 
 struct KeySplitInput {
-  std::string_view dir;    // the listing's prefix: every name starts with it
-  std::string_view first;  // the range's first name listed
-  std::string_view last;   // its last name listed so far (the rest is after it)
-  std::string_view hi;     // the range's end (inclusive); empty: the end of dir
-  size_t listed = 0;       // names listed so far in the range
+  std::string_view dir;                 // the listing's prefix: every name starts with it
+  std::string_view first;               // the range's first name listed
+  std::string_view last;                // its last name listed so far (the rest is after it)
+  std::string_view hi;                  // the range's end (inclusive); empty: the end of dir
+  size_t listed = 0;                    // names listed so far in the range
   std::span<const std::string> sample;  // names listed (for the alphabet), e.g. the last page
 };
 

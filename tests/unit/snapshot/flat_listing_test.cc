@@ -70,8 +70,8 @@ std::vector<Shape> shapes() {
     std::mt19937_64 rng(i * 7919 + 1);
     return fmt::format("{:016x}{:016x}", rng(), rng());
   };
-  const std::vector<std::string> words = {"café", "日本語", "zürich", "ß", "\xff\xfe raw",
-                                          "a", "Ω-omega", "~tilde"};
+  const std::vector<std::string> words = {"café",         "日本語", "zürich",  "ß",
+                                          "\xff\xfe raw", "a",      "Ω-omega", "~tilde"};
   return {
       {"numeric", [](size_t i) { return fmt::format("{:06}.bin", i); }, 0},
       {"shards", [](size_t i) { return fmt::format("shard-{:09}.tar", i * 13); }, 0},
@@ -116,7 +116,7 @@ TEST_CASE("a flat directory lists in parallel, each key once, as a serial listin
     REQUIRE(got.size() == expected.size());
     CHECK(got == expected);
     CHECK(stats.keys.load() == expected.size());  // no key added twice
-    CHECK(bucket.max_in_flight() > 1);  // listings of data/flat/ itself
+    CHECK(bucket.max_in_flight() > 1);            // listings of data/flat/ itself
     const uint64_t lists = bucket.counters().list_requests - lists_before;
     CHECK(stats.list_requests.load() == lists);
     // One request per directory of one key, and the flat directory's pages (of keys and
