@@ -58,6 +58,10 @@ struct ListRequest {
   std::string delimiter = "/";
   std::string continuation_token;
   int max_keys = 1000;
+  // Without a continuation token: list only keys after this one (ListObjectsV2 start-after;
+  // key-marker for list_versions). Common prefixes of such keys are named again, even when
+  // start_after lies inside them.
+  std::string start_after;
 };
 
 // Counters every store keeps, for `warmfs stats`.

@@ -486,6 +486,8 @@ Result<ListPage> S3ObjectStore::list_impl(const ListRequest& request, bool versi
     if (nl != std::string::npos && nl + 1 < t.size()) {
       call.query.emplace_back("version-id-marker", t.substr(nl + 1));
     }
+  } else if (!request.start_after.empty()) {
+    call.query.emplace_back(versions ? "key-marker" : "start-after", request.start_after);
   }
   if (request.max_keys > 0) call.query.emplace_back("max-keys", std::to_string(request.max_keys));
 

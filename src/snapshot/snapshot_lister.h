@@ -2,8 +2,13 @@
 //
 // The key space is split by directory: each prefix is listed with delimiter "/" (all its
 // pages), and every common prefix it names becomes a new listing, queued for a pool of
-// `concurrency` threads. A tree of many directories lists with that many requests in flight;
-// one flat directory lists page after page (its pages chain by continuation token).
+// `concurrency` threads. A tree of many directories lists with that many requests in flight.
+// One flat directory lists in parallel too: when a listing's page comes back truncated and its
+// rest looks large (split_key_range guesses from the names seen), the rest is cut at boundary
+// keys into ranges, each listed from start-after its lower boundary until a name past its
+// upper one, and cut again when it turns out large. Names past a range's end are dropped, a
+// directory named by two ranges is listed once: the manifest holds each key once, as a serial
+// listing would.
 // Keys under the prefix's reserved folder (kReservedDirName: stored snapshots) are left out.
 //
 // Thread safety: the function is reentrant; the store must be thread safe (every

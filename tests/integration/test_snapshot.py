@@ -209,6 +209,33 @@ class Snapshot(harness.WarmfsTestCase):
         self.assertIn("not a valid warmfs snapshot", str(e.exception))
 
 
+class FlatSnapshot(harness.WarmfsTestCase):
+    """One flat folder of several pages lists by key range (start-after, in parallel), and
+    exactly as a serial listing: every file, once, UTF-8 names and subfolders among them."""
+
+    timeout = 300.0
+
+    def test_flat_folder_lists_every_key_once(self):
+        c = fast_client(MOTO)
+        bucket = "flat"
+        c.create_bucket(Bucket=bucket)
+        names = ([f"{i:06d}.bin" for i in range(3000)] + [f"été-{i}" for i in range(300)]
+                 + [f"d{i:03d}/x" for i in range(50)] + [f"d{i:03d}!" for i in range(50)])
+        keys = ["f/" + n for n in names]
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda k: c.put_object(Bucket=bucket, Key=k, Body=k.encode()), keys))
+        c.put_object(Bucket=bucket, Key="f0/outside", Body=b"o")
+        file = TMP / "flat.wfsnap"
+        run = snapshot(MOTO, f"s3://{bucket}/f/", file)
+        self.assertEqual(run.rc, 0, run.describe())
+        self.assertIn(f": {len(keys)} keys,", run.stderr)
+        print(f"\nflat folder of {len(keys)} keys: {run.stderr.strip()}", flush=True)
+        m = self.mount(MOTO, f"s3://{bucket}/f/", args=["--snapshot", str(file)])
+        shown = harness.walk_tree(m.path)
+        self.assertEqual(shown, harness.expected_tree({k: len(k.encode()) for k in keys}, "f/"))
+        self.assertEqual(m.stats()["bucket_requests"]["list"], 0)
+
+
 class VersionedSnapshot(harness.WarmfsTestCase):
     """--versions / --snapshot-versions: reads name the snapshot's version ids."""
 

@@ -13,9 +13,10 @@ namespace {
 
 // Every key and prefix of a listing, following continuation tokens.
 std::vector<std::string> list_all(ObjectStore& s, const std::string& prefix,
-                                  const std::string& delim, int max_keys, int* pages = nullptr) {
+                                  const std::string& delim, int max_keys, int* pages = nullptr,
+                                  const std::string& start_after = "") {
   std::vector<std::string> out;
-  ListRequest req{prefix, delim, "", max_keys};
+  ListRequest req{prefix, delim, "", max_keys, start_after};
   for (int n = 1;; ++n) {
     Result<ListPage> page = s.list(req);
     REQUIRE(page.is_ok());
@@ -95,6 +96,16 @@ TEST_CASE("memory store lists like ListObjectsV2", "[support]") {
   CHECK(page->objects[0].size == 5);
   CHECK(page->objects[0].etag == MemoryObjectStore::md5_hex(to_bytes("dir/x")));
   CHECK(s.list({"", "/", "garbage", 10}).code() == Errc::kInvalidArgument);
+  // start_after: keys after it; a common prefix it lies inside is named again (as S3 does).
+  for (int max_keys : {1, 1000}) {
+    CHECK(list_all(s, "", "/", max_keys, nullptr, "dir/sub/1") == V{"dir/", "dir0", "e/", "z"});
+    CHECK(list_all(s, "dir/", "/", max_keys, nullptr, "dir/sub/2") ==
+          V{"dir/sub2/", "dir/x", "dir/y"});
+    CHECK(list_all(s, "dir/", "/", max_keys, nullptr, "dir/sub/1") ==
+          V{"dir/sub/", "dir/sub2/", "dir/x", "dir/y"});
+    CHECK(list_all(s, "dir/", "/", max_keys, nullptr, "a") == list_all(s, "dir/", "/", 1000));
+    CHECK(list_all(s, "dir/", "/", max_keys, nullptr, "dir/z").empty());
+  }
 }
 
 TEST_CASE("fault injecting store fails, truncates and counts", "[support]") {

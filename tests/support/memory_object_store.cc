@@ -139,6 +139,9 @@ Result<ListPage> MemoryObjectStore::list(const ListRequest& request) {
   ListPage page;
   std::lock_guard lock(mu_);
   auto it = token.empty() ? objects_.lower_bound(prefix) : objects_.upper_bound(after);
+  if (token.empty() && !request.start_after.empty() && request.start_after >= prefix) {
+    it = objects_.upper_bound(request.start_after);
+  }
   std::string last_item;
   bool last_is_prefix = false;
   for (; it != objects_.end(); ++it) {

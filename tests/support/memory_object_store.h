@@ -4,8 +4,8 @@
 // for single-part uploads), get_range honours If-Match (kPreconditionFailed) and answers a
 // range starting at or past the end with kRangeNotSatisfiable, list is ListObjectsV2 (keys in
 // byte order, prefix, delimiter, common prefixes, max_keys counting keys and prefixes, capped
-// at 1000, opaque continuation tokens). Objects are immutable snapshots: a get_range running
-// while put_object replaces the key returns bytes of one version only.
+// at 1000, opaque continuation tokens, start_after). Objects are immutable snapshots: a
+// get_range running while put_object replaces the key returns bytes of one version only.
 //
 // Writes follow S3 too: put honours If-None-Match / If-Match; multipart uploads keep their
 // parts apart until complete_multipart, which checks part order, ETags and the 5 MiB

@@ -517,6 +517,19 @@ TEST_CASE("list sends ListObjectsV2 and decodes the page", "[objstore]") {
   check_signature(req);
   CHECK(store->counters().list_requests == 1);
 
+  // start-after, without a token (and ignored with one: the token already says where).
+  ListRequest after;
+  after.prefix = "dir/";
+  after.start_after = "dir/\xc3\xa9t\xc3\xa9";
+  REQUIRE(store->list(after).is_ok());
+  CHECK(server.requests().at(1).target ==
+        "/bkt?delimiter=%2F&encoding-type=url&list-type=2&max-keys=1000&prefix=dir%2F&"
+        "start-after=dir%2F%C3%A9t%C3%A9");
+  check_signature(server.requests().at(1));
+  after.continuation_token = "tok/2=";
+  REQUIRE(store->list(after).is_ok());
+  CHECK_THAT(server.requests().at(2).target, !Catch::Contains("start-after"));
+
   ListRequest broken;
   broken.prefix = "broken";
   auto bad = store->list(broken);
