@@ -328,6 +328,9 @@ Result<ListPage> BranchStore::list(const ListRequest& request) {
   const std::string& mp = prefix_;
   const bool delimit = !request.delimiter.empty();
   ListPage page;
+  const ListStart start =
+      request.continuation_token.empty() ? list_start(mp, request.start_after) : ListStart{};
+  if (start.kind == ListStart::Kind::kNone) return page;
   std::lock_guard lock(mu_);
   const auto& entries = record_.entries;
   std::string rel;  // request prefix relative to the branch's
@@ -354,6 +357,10 @@ Result<ListPage> BranchStore::list(const ListRequest& request) {
   const std::string& token = request.continuation_token;
   std::string from = rel;
   bool after = false;  // start past `from` itself
+  if (start.kind == ListStart::Kind::kAfter && start.rel >= from) {
+    from = start.rel;
+    after = true;
+  }
   if (!token.empty()) {
     if (token[0] == 'K') {
       from = token.substr(1);

@@ -72,7 +72,7 @@ class BranchStore : public ObjectStore {
                                     const std::function<void(size_t)>& progress,
                                     const RangeBytesSeen& seen) override;
   // ListObjectsV2 over the snapshot and the branch's entries: delimiter "/" or none; the
-  // token is this store's own.
+  // token is this store's own; start_after as ListObjectsV2's.
   Result<ListPage> list(const ListRequest& request) override;
 
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,

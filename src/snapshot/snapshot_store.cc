@@ -94,6 +94,14 @@ Status SnapshotStore::stale(std::string_view key, size_t i, const Status& st) {
   return Status(Errc::kPreconditionFailed, std::move(msg));
 }
 
+ListStart list_start(std::string_view mp, std::string_view start_after) {
+  if (start_after.empty()) return {};
+  if (start_after.substr(0, mp.size()) == mp) {
+    return {ListStart::Kind::kAfter, std::string(start_after.substr(mp.size()))};
+  }
+  return {start_after < mp ? ListStart::Kind::kAll : ListStart::Kind::kNone, {}};
+}
+
 Result<ListPage> SnapshotStore::list(const ListRequest& request) {
   if (!request.delimiter.empty() && request.delimiter != "/") {
     return Status(Errc::kNotSupported, "a snapshot lists with delimiter '/' only");
@@ -101,6 +109,9 @@ Result<ListPage> SnapshotStore::list(const ListRequest& request) {
   const Manifest& m = *manifest_;
   const std::string& mp = m.prefix();
   ListPage page;
+  const ListStart start =
+      request.continuation_token.empty() ? list_start(mp, request.start_after) : ListStart{};
+  if (start.kind == ListStart::Kind::kNone) return page;
   std::string rel;  // request prefix relative to the manifest's
   if (request.prefix.compare(0, mp.size(), mp) == 0 && request.prefix.size() >= mp.size()) {
     rel = request.prefix.substr(mp.size());
@@ -124,6 +135,11 @@ Result<ListPage> SnapshotStore::list(const ListRequest& request) {
   size_t i = 0;
   if (token.empty()) {
     i = m.lower_bound(rel);
+    if (start.kind == ListStart::Kind::kAfter) {
+      size_t j = m.lower_bound(start.rel);
+      if (j < m.size() && m.key(j) == start.rel) ++j;
+      i = std::max(i, j);
+    }
   } else if (token[0] == 'K') {
     i = m.lower_bound(token.substr(1));
     if (i < m.size() && m.key(i) == std::string_view(token).substr(1)) ++i;

@@ -17,11 +17,22 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "objstore/object_store.h"
 #include "snapshot/manifest.h"
 
 namespace warmfs {
+
+// Where a listing of the keys below a manifest's prefix mp starts, for ListObjectsV2's
+// start-after (a full key): every key (kAll), none (kNone: all of them sort before it), or
+// the keys after mp + rel (kAfter).
+struct ListStart {
+  enum class Kind { kAll, kNone, kAfter };
+  Kind kind = Kind::kAll;
+  std::string rel;
+};
+ListStart list_start(std::string_view mp, std::string_view start_after);
 
 class SnapshotStore : public ObjectStore {
  public:

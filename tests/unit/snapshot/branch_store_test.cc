@@ -43,9 +43,10 @@ std::string text(const std::vector<std::byte>& b) {
 
 // Every page of a listing, with a small page size so tokens are exercised.
 std::vector<std::string> all_pages(ObjectStore& s, const std::string& prefix,
-                                   const std::string& delimiter, int max_keys) {
+                                   const std::string& delimiter, int max_keys,
+                                   const std::string& start_after = "") {
   std::vector<std::string> out;
-  ListRequest req{prefix, delimiter, "", max_keys};
+  ListRequest req{prefix, delimiter, "", max_keys, start_after};
   for (;;) {
     auto page = s.list(req);
     REQUIRE(page.is_ok());
@@ -105,6 +106,11 @@ struct Fixture {
         for (int max_keys : {1, 3, 1000}) {
           INFO(p << " '" << delim << "' " << max_keys);
           REQUIRE(all_pages(branch, p, delim, max_keys) == all_pages(shadow, p, delim, max_keys));
+        }
+        for (const std::string after : {"a", "data/d0", "data/d1/f3", "data/d2/deep/", "data/new/",
+                                        "data/top.txt", "data/zz", "zzz"}) {
+          INFO(p << " '" << delim << "' after " << after);
+          REQUIRE(all_pages(branch, p, delim, 3, after) == all_pages(shadow, p, delim, 3, after));
         }
       }
     }

@@ -44,12 +44,14 @@ struct Fixture {
 
 // Every page of a listing, with a small page size so tokens are exercised.
 std::vector<std::string> all_pages(ObjectStore& s, const std::string& prefix,
-                                   const std::string& delimiter, int max_keys) {
+                                   const std::string& delimiter, int max_keys,
+                                   const std::string& start_after = "") {
   std::vector<std::string> out;
   ListRequest req;
   req.prefix = prefix;
   req.delimiter = delimiter;
   req.max_keys = max_keys;
+  req.start_after = start_after;
   for (;;) {
     auto page = s.list(req);
     REQUIRE(page.is_ok());
@@ -94,6 +96,13 @@ TEST_CASE("a snapshot store lists exactly as the bucket did", "[snapshot]") {
         INFO(prefix << " '" << delim << "' " << max_keys);
         CHECK(all_pages(store, prefix, delim, max_keys) ==
               all_pages(f.bucket, prefix, delim, max_keys));
+      }
+      // Starting after a key: before, inside and past the prefix, and inside a folder.
+      for (const std::string after :
+           {"a", "d00", "d00/f3", "d03/deep/", "d05/deep/x", "d1", "marker/", "top.txt", "zzz"}) {
+        INFO(prefix << " '" << delim << "' after " << after);
+        CHECK(all_pages(store, prefix, delim, 3, after) ==
+              all_pages(f.bucket, prefix, delim, 3, after));
       }
     }
   }
