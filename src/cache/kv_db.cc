@@ -6,28 +6,16 @@
 
 #include <cstring>
 
+#include "cache/rocksdb_util.h"
+
 namespace warmfs {
 namespace {
 
 Status to_status(const rocksdb::Status& s, const char* what) {
-  if (s.ok()) return Status::ok();
-  Errc code = Errc::kIo;
-  if (s.IsNoSpace())
-    code = Errc::kNoSpace;
-  else if (s.IsCorruption())
-    code = Errc::kCorrupt;
-  else if (s.IsNotSupported())
-    code = Errc::kNotSupported;
-  else if (s.IsInvalidArgument())
-    code = Errc::kInvalidArgument;
-  return Status(code, std::string("key-value db ") + what + ": " + s.ToString());
+  return rocksdb_util::to_status(s, "key-value db", what);
 }
-
-rocksdb::Slice slice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
-
-bool starts_with(const rocksdb::Slice& s, std::string_view prefix) {
-  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
-}
+using rocksdb_util::slice;
+using rocksdb_util::starts_with;
 
 }  // namespace
 

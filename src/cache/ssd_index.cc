@@ -7,6 +7,8 @@
 #include <cstring>
 #include <vector>
 
+#include "cache/rocksdb_util.h"
+
 namespace warmfs {
 namespace {
 
@@ -101,22 +103,9 @@ std::optional<SsdIndexEntry> decode_index_entry(std::string_view v) {
 namespace {
 
 Status to_status(const rocksdb::Status& s, const char* what) {
-  if (s.ok()) return Status::ok();
-  Errc code = Errc::kIo;
-  if (s.IsNoSpace())
-    code = Errc::kNoSpace;
-  else if (s.IsCorruption())
-    code = Errc::kCorrupt;
-  else if (s.IsNotSupported())
-    code = Errc::kNotSupported;
-  else if (s.IsInvalidArgument())
-    code = Errc::kInvalidArgument;
-  return Status(code, std::string("ssd index ") + what + ": " + s.ToString());
+  return rocksdb_util::to_status(s, "ssd index", what);
 }
-
-bool starts_with(const rocksdb::Slice& s, std::string_view prefix) {
-  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
-}
+using rocksdb_util::starts_with;
 
 }  // namespace
 
