@@ -29,7 +29,7 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
         ("records", "cold"), ("records-order", "cold"),
         ("ckpt", "cold"),
-        ("find", "cold"), ("find", "snapshot")]
+        ("find", "cold"), ("find", "index"), ("find", "snapshot")]
 # Each cold row again on the capped origin (tools/bench/run --origin-shape capped), after it.
 ROWS = [r for w, p in ROWS for r in ([(w, p), (w, "cold-capped")] if p == "cold" else [(w, p)])]
 WORKLOAD_TITLES = {
@@ -47,7 +47,8 @@ WORKLOAD_TITLES = {
     "find": "mount + `find | wc -l` of a tree of 100,000 tiny objects (s; warmfs requests)",
 }
 PHASE_TITLES = {"cold": "cold", "cold-capped": "cold, capped origin (50 MB/s per connection, 25 ms)", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
-                "snapshot": "from a snapshot (docs/snapshots.md)"}
+                "snapshot": "from a snapshot (docs/snapshots.md)",
+                "index": "from the listing index, after a remount (docs/ssd-cache.md)"}
 LOWER_IS_BETTER = {"ls", "ckpt", "find"}
 
 
@@ -134,12 +135,13 @@ def value(table, w, p, s):
 
 def reference(table, w, p):
     """(system, value) a row's ratios are taken against: cold -> origin, warm -> local warm,
-    warm-dropped -> the FUSE ceiling where it applies, else local warm; snapshot -> local cold."""
+    warm-dropped -> the FUSE ceiling where it applies, else local warm; snapshot and index ->
+    local cold."""
     order = {"cold": ["origin", "local"], "cold-capped": ["origin", "local"], "warm": ["local"],
-             "warm-dropped": ["ceiling", "local"], "snapshot": ["local"]}[p]
+             "warm-dropped": ["ceiling", "local"], "snapshot": ["local"], "index": ["local"]}[p]
     for s in order:
         if s == "local":
-            ph = "cold" if p in ("cold", "cold-capped", "snapshot") else "warm"
+            ph = "cold" if p in ("cold", "cold-capped", "snapshot", "index") else "warm"
         elif s == "origin":
             ph = p  # the origin limit of the same shape
         else:
@@ -419,7 +421,9 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   turns writes on).
 - find: a fresh mount (empty caches, page cache dropped) and `find tree | wc -l` over a tree of
   100,000 objects of a few bytes (100 folders of 1,000, `tree/`), timed together: the mount is
-  part of what a job pays. warmfs's row "from a snapshot" mounts with `--snapshot` of a snapshot
+  part of what a job pays. warmfs's row "from the listing index" unmounts the cold mount and
+  mounts again on its cache dir, whose listing index answers the walk (docs/ssd-cache.md). Its
+  row "from a snapshot" mounts with `--snapshot` of a snapshot
   taken just before (`warmfs snapshot s3://bench`, its time is `snapshot_s` in the JSON line,
   not in the figure); the local limit is `find` on the local copy after dropping the page cache.
   L/H/G are warmfs's requests during the mount and the walk (docs/snapshots.md).

@@ -82,6 +82,11 @@ class MountedSystem:
         """A fresh mount with an empty cache."""
         self.unmount()
         shutil.rmtree(self.cache, ignore_errors=True)
+        self.remount()
+
+    def remount(self) -> None:
+        """A mount that keeps the last one's cache dir (what it cached and indexed)."""
+        self.unmount()
         for d in (self.mnt, self.cache, self.home):
             d.mkdir(parents=True, exist_ok=True)
         self.mount_count += 1
