@@ -17,6 +17,14 @@ Status to_status(const rocksdb::Status& s, const char* what) {
 using rocksdb_util::slice;
 using rocksdb_util::starts_with;
 
+// A read-only open beside the mount must not touch the mount's LOG file (RocksDB would
+// rotate it): its info log goes nowhere.
+class NullLogger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
 }  // namespace
 
 struct KvDb::Impl {
@@ -40,6 +48,18 @@ Result<std::unique_ptr<KvDb>> KvDb::open(const std::string& dir) {
   options.compression = rocksdb::kNoCompression;  // values are compact already
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
+  if (!s.ok()) return to_status(s, "open");
+  auto impl = std::make_unique<Impl>();
+  impl->db.reset(raw);
+  return std::unique_ptr<KvDb>(new KvDb(std::move(impl)));
+}
+
+Result<std::unique_ptr<KvDb>> KvDb::open_read_only(const std::string& dir) {
+  rocksdb::Options options;
+  options.max_open_files = 64;
+  options.info_log = std::make_shared<NullLogger>();
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options, dir, &raw);
   if (!s.ok()) return to_status(s, "open");
   auto impl = std::make_unique<Impl>();
   impl->db.reset(raw);

@@ -20,6 +20,9 @@ class KvDb final : public KvStore {
  public:
   // Opens (creating if missing) the database in dir.
   static Result<std::unique_ptr<KvDb>> open(const std::string& dir);
+  // Opens an existing database for reading only, beside a process that writes it (it sees
+  // what was written up to the open). Writes return an error.
+  static Result<std::unique_ptr<KvDb>> open_read_only(const std::string& dir);
   ~KvDb() override;
   KvDb(const KvDb&) = delete;
   KvDb& operator=(const KvDb&) = delete;

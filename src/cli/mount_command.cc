@@ -22,6 +22,7 @@
 #include "cli/s3_setup.h"
 #include "cli/serve_command.h"
 #include "cli/snapshot_command.h"
+#include "cli/snapshot_from_index.h"
 #include "cli/tier_setup.h"
 #include "common/buffer.h"
 #include "common/clock.h"
@@ -155,6 +156,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
                                               d.store->config().path_style, a.snapshot,
                                               d.snapshot ? &d.snapshot->manifest() : nullptr));
   if (d.branch) fo.extra_stats.push_back(branch_stats(*d.branch));
+  if (d.listings) fo.extra_stats.push_back(listing_index_stats(a.cache_dir, mo.ttl.count()));
   if (!a.read_only) {
     auto staging = StagingArea::open(staging_dir_for(a), writes);
     if (!staging.is_ok())

@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/s3_setup.h"
+#include "cli/snapshot_from_index.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "objstore/s3_store.h"
@@ -33,7 +34,8 @@ struct Plan {
   std::string mounted_snapshot;  // from a mount of a snapshot: its file or name
   int64_t mounted_keys = -1;     // and what the mount says it holds (-1: not said)
   int64_t mounted_created = -1;
-  std::string mounted_branch;  // from a mount of a branch of that snapshot: its name
+  std::string mounted_branch;                // from a mount of a branch of that snapshot: its name
+  std::optional<IndexSnapshotSource> index;  // a plain mount's listing index
 };
 
 // Branch `branch` of base as a snapshot: the branch is pinned first (so it keeps the data
@@ -81,7 +83,34 @@ Result<Plan> plan_from_mount(const SnapshotArgs& a) {
     p.mounted_keys = s.value("snapshot_keys", int64_t{-1});
     p.mounted_created = s.value("snapshot_created", int64_t{-1});
   }
+  if (j.contains("listing_index") && j["listing_index"].is_object() && j.contains("source") &&
+      j["source"].is_object()) {
+    const auto& l = j["listing_index"];
+    IndexSnapshotSource ix;
+    ix.cache_dir = l.value("cache_dir", "");
+    ix.ttl_ms = l.value("ttl_ms", int64_t{0});
+    ix.endpoint = j["source"].value("endpoint", "");  // the mount's, not a flag's
+    ix.bucket = p.src.bucket;
+    ix.prefix = p.src.prefix;
+    if (!ix.cache_dir.empty() && ix.ttl_ms > 0) p.index = std::move(ix);
+  }
   return p;
+}
+
+// A plain mount's snapshot from its listing index: true with the manifest (or the error that
+// stopped building it) in *manifest, false with why in *why when the index cannot tell.
+bool from_index(const IndexSnapshotSource& ix, Result<Manifest>* manifest, std::string* why) {
+  const auto wall = SystemClock::instance().wall_now();
+  const int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+  auto m = snapshot_from_index(ix, now_ms, std::chrono::system_clock::to_time_t(wall), why);
+  if (!m.is_ok()) {
+    *manifest = m.status();
+    return true;
+  }
+  if (!*m) return false;
+  *manifest = std::move(**m);
+  return true;
 }
 
 Result<std::unique_ptr<S3ObjectStore>> open_store(const Plan& p) {
@@ -135,6 +164,7 @@ int run_snapshot(const SnapshotArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   Result<Manifest> manifest = Status(Errc::kInternal, "no manifest");
   std::string how;
+  std::string how_index_missed;  // why a mount's listing index was not used
   if (!plan.mounted_snapshot.empty()) {
     // A mount of a snapshot: its manifest is the snapshot, with no listing.
     if (plan.mounted_snapshot.front() == '/') {
@@ -165,6 +195,8 @@ int run_snapshot(const SnapshotArgs& a) {
                           plan.mounted_snapshot);
       }
     }
+  } else if (plan.index && !a.versions && from_index(*plan.index, &manifest, &how_index_missed)) {
+    how = "from the listing index, 0 LIST requests";
   } else if (Status st = need_store(); !st.is_ok()) {
     manifest = st;
   } else {
@@ -174,7 +206,8 @@ int run_snapshot(const SnapshotArgs& a) {
     SnapshotListStats stats;
     const int64_t now = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
     manifest = take_snapshot(*store, plan.src.bucket, plan.src.prefix, now, lo, &stats);
-    how = fmt::format("{} LIST requests", stats.list_requests.load());
+    how = fmt::format("listed: {} LIST requests", stats.list_requests.load());
+    if (!how_index_missed.empty()) how += " (" + how_index_missed + ")";
   }
   if (!manifest.is_ok()) {
     print_error(fmt::format("cannot snapshot {}: {}", what, manifest.status().message()));

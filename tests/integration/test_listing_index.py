@@ -3,7 +3,8 @@ the same prefix answers `ls -lR` of a tree of 3,000 keys from the listings the f
 kept, with no LIST or HEAD (counted by warmfs stats and, independently, by a proxy between
 warmfs and moto); what it writes drops the entries of the directories it changes; a mount
 with a short --metadata-ttl serves the indexed listings at once and shows the bucket's
-changes (made with boto3) once it has listed them again in the background.
+changes (made with boto3) once it has listed them again in the background. `warmfs snapshot`
+of a mount whose index holds the whole tree takes the snapshot from it, with no LIST.
 
 moto with authentication: it pages ListObjectsV2 (directories of over 1,000 entries are two
 pages) as S3 does.
@@ -25,7 +26,9 @@ PREFIX = "tree/"
 KEYS = {f"{PREFIX}d{a}/e{b}/f{c:03d}.txt": f"{a}{b}{c}".encode() * (c + 1)
         for a in range(10) for b in range(10) for c in range(29)}
 KEYS.update({f"{PREFIX}wide/w{i:05d}": b"w" * (i % 7) for i in range(1100)})
-DIRS = 1 + 10 + 100 + 1  # the root, d*, d*/e*, wide
+# And an empty directory: its marker object alone.
+EMPTY_DIR = f"{PREFIX}empty/"
+DIRS = 1 + 10 + 100 + 1 + 1  # the root, d*, d*/e*, wide, empty
 MOTO: harness.MotoServer
 PROXY: harness.S3Proxy
 
@@ -42,6 +45,7 @@ def setUpModule():
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(lambda kv: c.put_object(Bucket=BUCKET, Key=kv[0], Body=kv[1]),
                       KEYS.items()))
+    c.put_object(Bucket=BUCKET, Key=EMPTY_DIR, Body=b"")
 
 
 def ls_lr(root: Path) -> str:
@@ -128,3 +132,40 @@ class ListingIndex(harness.WarmfsTestCase):
         self.assertGreater(stats["listing_index_hits"], 0, stats)
         self.assertGreater(stats["listing_index_refreshes"], 0, stats)
         self.assertEqual((m3.path / "d5" / "e5" / "added.txt").read_bytes(), b"added by boto3")
+
+    def test_snapshot_of_a_mount_from_its_index(self):
+        cache = ssd.temp_dir(self.addCleanup) / "cache"
+        out = ssd.temp_dir(self.addCleanup)
+        # Read-only, as a mount of a snapshot is: the two show the same modes.
+        m = super().mount(PROXY, f"s3://{BUCKET}/{PREFIX}",
+                          args=["--cache-dir", str(cache), "--cache-size", "64M",
+                                "--metadata-ttl", "3600", "--read-only"])
+
+        def snapshot(name: str) -> harness.Run:
+            run = harness.run_cli(["snapshot", str(m.path), str(out / name)], m.env, timeout=120)
+            self.assertEqual(run.rc, 0, run.describe())
+            return run
+
+        # Nothing indexed yet: the snapshot lists the prefix.
+        gets = requests("GET")
+        run = snapshot("listed.snap")
+        self.assertIn(", listed: ", run.stderr)
+        print(f"\nsnapshot of {len(KEYS) + 1} keys by listing: {run.seconds:.2f}s", flush=True)
+        self.assertGreater(requests("GET") - gets, 0, "the snapshot did not list")
+
+        # After `ls -lR` the index holds every directory: no LIST.
+        original = ls_lr(m.path)
+        lists, gets = m.stats()["bucket_requests"]["list"], requests("GET")
+        run = snapshot("indexed.snap")
+        self.assertIn(f": {len(KEYS) + 1} keys, from the listing index, 0 LIST requests",
+                      run.stderr)
+        self.assertEqual(requests("GET") - gets, 0, "the bucket saw a LIST")
+        self.assertEqual(m.stats()["bucket_requests"]["list"], lists)
+        print(f"\nsnapshot of {len(KEYS) + 1} keys from the index: {run.seconds:.2f}s "
+              f"({run.stderr.strip()})", flush=True)
+
+        # A mount of it shows the same tree, the empty directory included.
+        snap = super().mount(PROXY, f"s3://{BUCKET}/{PREFIX}",
+                             args=["--snapshot", str(out / "indexed.snap")])
+        self.assertTrue((snap.path / "empty").is_dir())
+        self.assertEqual(ls_lr(snap.path), original)
