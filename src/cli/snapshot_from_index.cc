@@ -16,9 +16,8 @@ std::function<std::string()> listing_index_stats(std::string cache_dir, int64_t 
   return [text] { return text; };
 }
 
-Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& src,
-                                                    int64_t now_ms, int64_t created_sec,
-                                                    std::string* why) {
+Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& src, int64_t now_ms,
+                                                    int64_t created_sec, std::string* why) {
   auto db = KvDb::open_read_only(src.cache_dir + "/listings");
   if (!db.is_ok()) {
     *why = "no listing index: " + db.status().message();

@@ -34,8 +34,7 @@ struct IndexSnapshotSource {
 // The manifest from the index, or nullopt (with why in *why) when the index lacks a
 // directory of the prefix or holds one listed a TTL ago or more; an error only for a
 // manifest that cannot be built.
-Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& src,
-                                                    int64_t now_ms, int64_t created_sec,
-                                                    std::string* why);
+Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& src, int64_t now_ms,
+                                                    int64_t created_sec, std::string* why);
 
 }  // namespace warmfs::cli

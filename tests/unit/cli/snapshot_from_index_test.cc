@@ -58,8 +58,7 @@ TEST_CASE("snapshot from the listing index: every key, a marker for an empty dir
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   REQUIRE(m.is_ok());
   REQUIRE(m->has_value());
-  std::fprintf(stderr, "snapshot from the listing index: %zu keys in %.3f s\n", (*m)->size(),
-               secs);
+  std::fprintf(stderr, "snapshot from the listing index: %zu keys in %.3f s\n", (*m)->size(), secs);
   const Manifest& man = **m;
   CHECK(man.bucket() == "bkt");
   CHECK(man.prefix() == "pre/");
