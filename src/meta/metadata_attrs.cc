@@ -150,7 +150,12 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   Known& k = known_[known_key(n.path, n.is_dir)];
   k.attrs = attrs_from_metadata(headers.metadata);
   k.stored = std::make_shared<const ObjectHeaders>(headers);
-  if (n.is_dir) return;
+  if (n.is_dir) {
+    // Times set now (utimens: rsync -a sets a directory's after filling it) win over the
+    // changes made in it before, however old the times set are; a later change wins again.
+    if (k.attrs.mtime) n.mtime_sec = 0;
+    return;
+  }
   k.etag = info.etag;
   k.last_modified = info.mtime_sec;
   n.etag = info.etag;

@@ -283,3 +283,36 @@ TEST_CASE("a directory too large to list on the side keeps its HEADs", "[meta]")
   CHECK(f.store.call_count(FaultInjectingStore::Op::kList) == 1 + 10);
   CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 20);
 }
+
+TEST_CASE("a directory's times set after changes in it are what it shows, until the next change",
+          "[meta]") {
+  Fixture f;
+  f.bucket.put_object("d/", "");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  const int64_t t0 = std::chrono::system_clock::to_time_t(f.clock.wall_now());
+  // A file created in it a minute later: the directory's mtime is then.
+  f.clock.set_wall(f.clock.wall_now() + 60s);
+  REQUIRE(f.meta->add_local_file(d->ino, "f", t0 + 60).is_ok());
+  CHECK(f.meta->getattr(d->ino)->mtime_sec == t0 + 60);
+  // rsync -a then sets the directory's mtime to its source's, older than the change.
+  ObjectAttrs set;
+  set.mtime = Timespec{t0 - 3600, 250};
+  ObjectHeaders headers;
+  attrs_to_metadata(set, headers.metadata);
+  ObjectInfo info;
+  info.key = "d/";
+  f.meta->attrs_stored(d->ino, info, headers);
+  auto after = f.meta->getattr(d->ino);
+  REQUIRE(after.is_ok());
+  REQUIRE(after->attrs.mtime.has_value());
+  CHECK(after->attrs.mtime->sec == t0 - 3600);
+  CHECK(after->attrs.mtime->nsec == 250);
+  // A change in it after that is its mtime again.
+  f.clock.set_wall(f.clock.wall_now() + 60s);
+  REQUIRE(f.meta->add_local_file(d->ino, "g", t0 + 120).is_ok());
+  auto changed = f.meta->getattr(d->ino);
+  REQUIRE(changed.is_ok());
+  CHECK(changed->mtime_sec == t0 + 120);
+  CHECK_FALSE(changed->attrs.mtime.has_value());
+}
