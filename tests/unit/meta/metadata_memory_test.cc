@@ -1,6 +1,6 @@
 // Memory of Metadata per entry of a large tree, walked as `ls -lR` does (a listing of every
 // directory and a lookup of every entry): what the nodes, the path index and the listings
-// cost. Hidden ([.memory]): it measures and prints, for docs/architecture.md; run it with
+// cost. Hidden ([.memory]): it measures and prints, for docs/benchmark-misses.md; run it with
 //   build/tests/warmfs_unit_tests "[.memory]" -s
 #include <fmt/format.h>
 #include <malloc.h>
