@@ -7,6 +7,7 @@
 #include "meta/metadata.h"
 #include "snapshot/snapshot_lister.h"
 #include "support/fake_clock.h"
+#include "support/list_pages.h"
 #include "support/memory_object_store.h"
 
 using namespace warmfs;
@@ -42,28 +43,7 @@ struct Fixture {
   }
 };
 
-// Every page of a listing, with a small page size so tokens are exercised.
-std::vector<std::string> all_pages(ObjectStore& s, const std::string& prefix,
-                                   const std::string& delimiter, int max_keys,
-                                   const std::string& start_after = "") {
-  std::vector<std::string> out;
-  ListRequest req;
-  req.prefix = prefix;
-  req.delimiter = delimiter;
-  req.max_keys = max_keys;
-  req.start_after = start_after;
-  for (;;) {
-    auto page = s.list(req);
-    REQUIRE(page.is_ok());
-    for (auto& o : page->objects)
-      out.push_back(o.key + " " + std::to_string(o.size) + " " + o.etag);
-    for (auto& p : page->common_prefixes) out.push_back(p);
-    if (!page->truncated) break;
-    req.continuation_token = page->next_token;
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
+using warmfs::testing::all_pages;
 
 }  // namespace
 
