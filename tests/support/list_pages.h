@@ -2,10 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include <catch2/catch.hpp>
 
 #include "objstore/object_store.h"
 
