@@ -193,6 +193,7 @@ void BranchStore::ref_locked(const BranchEntry& e, int delta, std::vector<std::s
 
 Status BranchStore::commit(std::vector<Change> changes) {
   std::vector<std::string> garbage;
+  std::vector<Undo> undo;
   uint64_t gen = 0;
   {
     std::lock_guard lock(mu_);
@@ -204,6 +205,7 @@ Status BranchStore::commit(std::vector<Change> changes) {
         return Status(Errc::kPreconditionFailed, fmt::format("the source of {} changed", c.rel));
       }
     }
+    undo.reserve(changes.size());
     for (Change& c : changes) {
       auto it = record_.entries.find(c.rel);
       std::optional<BranchEntry> old;
@@ -212,6 +214,7 @@ Status BranchStore::commit(std::vector<Change> changes) {
       if (!next && manifest_.find(c.rel)) next = BranchEntry{};  // a tombstone hides it
       if (next) ref_locked(*next, 1, nullptr);
       if (old) ref_locked(*old, -1, &garbage);
+      undo.push_back(Undo{c.rel, old, next});
       if (next) {
         record_.entries.insert_or_assign(c.rel, std::move(*next));
       } else if (it != record_.entries.end()) {
@@ -220,7 +223,7 @@ Status BranchStore::commit(std::vector<Change> changes) {
     }
     gen = ++gen_;
   }
-  WARMFS_RETURN_IF_ERROR(persist(gen));
+  WARMFS_RETURN_IF_ERROR(persist(gen, undo));
   if (!garbage.empty() && !pinned()) {
     auto removed = inner_.remove_many(garbage);
     if (!removed.is_ok() || !removed->empty()) {
@@ -245,40 +248,101 @@ bool BranchStore::pinned() {
   return !pins->objects.empty();
 }
 
-Status BranchStore::persist(uint64_t gen) {
+Status BranchStore::persist(uint64_t gen, const std::vector<Undo>& undo) {
   std::lock_guard persist_lock(persist_mu_);
-  std::string bytes;
-  uint64_t writing = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (!fenced_.is_ok()) return fenced_;
-    if (persisted_gen_ >= gen) return Status::ok();  // a record written meanwhile holds it
-    writing = gen_;
-    record_.generation += 1;
-    bytes = encode_branch_record(record_);
-  }
-  PutOptions put;
-  put.content_type = "application/json";
-  put.if_match = record_etag_;
-  auto written = inner_.put(record_key_, std::as_bytes(std::span(bytes.data(), bytes.size())), put);
-  if (!written.is_ok()) {
-    if (written.code() == Errc::kPreconditionFailed) {
+  Status failed = Status::ok();
+  // A second pass only after finding that an earlier write of this mount, reported failed, is
+  // the bucket's record after all: the record is written again over that one.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::string bytes;
+    uint64_t writing = 0;
+    uint64_t generation = 0;
+    {
       std::lock_guard lock(mu_);
-      fenced_ = Status(Errc::kPreconditionFailed,
-                       fmt::format("branch '{}' was taken over by another mount (one writer per "
-                                   "branch): this mount's changes since are not in it",
-                                   record_.branch));
-      log::error("{}", fenced_.message());
-      return fenced_;
+      if (!fenced_.is_ok()) return fenced_;
+      if (persisted_gen_ >= gen) return Status::ok();  // a record written meanwhile holds it
+      writing = gen_;
+      record_.generation += 1;
+      generation = record_.generation;
+      bytes = encode_branch_record(record_);
     }
-    log::warn("branch '{}': cannot write its record: {}", record_.branch,
-              written.status().to_string());
-    return written.status();
+    PutOptions put;
+    put.content_type = "application/json";
+    put.if_match = record_etag_;
+    auto written =
+        inner_.put(record_key_, std::as_bytes(std::span(bytes.data(), bytes.size())), put);
+    if (written.is_ok()) {
+      record_etag_ = written->etag;
+      std::lock_guard lock(mu_);
+      persisted_gen_ = std::max(persisted_gen_, writing);
+      return Status::ok();
+    }
+    failed = written.status();
+    // No answer, an error, or a precondition failure (which a retry of a write that did happen
+    // gets too): the bucket's record says which.
+    switch (read_back(generation)) {
+      case Outcome::kWritten: {
+        std::lock_guard lock(mu_);
+        persisted_gen_ = std::max(persisted_gen_, writing);
+        return Status::ok();
+      }
+      case Outcome::kEarlierWritten:
+        continue;
+      case Outcome::kNotWritten: {
+        // The change did not happen: the mount shows what the bucket holds. Its data objects
+        // stay (a record may still come to name them through a later change): orphans at
+        // worst, never a loss.
+        std::lock_guard lock(mu_);
+        take_back_locked(undo);
+        log::warn("branch '{}': cannot write its record, so the change is not made: {}",
+                  record_.branch, failed.to_string());
+        return failed;
+      }
+      case Outcome::kTakenOver: {
+        std::lock_guard lock(mu_);
+        fenced_ = Status(Errc::kPreconditionFailed,
+                         fmt::format("branch '{}' was taken over by another mount (one writer per "
+                                     "branch): this mount's changes since are not in it",
+                                     record_.branch));
+        log::error("{}", fenced_.message());
+        return fenced_;
+      }
+      case Outcome::kUnknown:
+        // The change stays shown, and the next record write carries it.
+        log::warn("branch '{}': cannot write its record, nor read it back: {}", record_.branch,
+                  failed.to_string());
+        return failed;
+    }
   }
-  record_etag_ = written->etag;
-  std::lock_guard lock(mu_);
-  persisted_gen_ = std::max(persisted_gen_, writing);
-  return Status::ok();
+  return failed;
+}
+
+BranchStore::Outcome BranchStore::read_back(uint64_t generation) {
+  std::string etag;
+  auto found = load_branch_record(inner_, prefix_, record_.branch, &etag);
+  if (!found.is_ok())
+    return found.code() == Errc::kNotFound ? Outcome::kTakenOver : Outcome::kUnknown;
+  if (etag == record_etag_) return Outcome::kNotWritten;
+  // Writer ids are unique per writable mount: a record naming this one's was written here.
+  if (found->writer != record_.writer) return Outcome::kTakenOver;
+  record_etag_ = etag;
+  return found->generation == generation ? Outcome::kWritten : Outcome::kEarlierWritten;
+}
+
+void BranchStore::take_back_locked(const std::vector<Undo>& undo) {
+  for (auto u = undo.rbegin(); u != undo.rend(); ++u) {
+    auto it = record_.entries.find(u->rel);
+    const bool still =
+        u->set ? it != record_.entries.end() && it->second == *u->set : it == record_.entries.end();
+    if (!still) continue;  // a later change replaced it: that one stands
+    if (u->set) ref_locked(*u->set, -1, nullptr);
+    if (u->old) {
+      ref_locked(*u->old, 1, nullptr);
+      record_.entries.insert_or_assign(u->rel, *u->old);
+    } else if (it != record_.entries.end()) {
+      record_.entries.erase(it);
+    }
+  }
 }
 
 Result<ObjectInfo> BranchStore::head(std::string_view key) {

@@ -121,6 +121,13 @@ class BranchStore : public ObjectStore {
     // entry names a data object other names refer to (a copy): it must still be referred to.
     bool shares = false;
   };
+  // What a change replaced (old) and what it left (set; none when it erased the name): a record
+  // write that surely did not happen takes the change back.
+  struct Undo {
+    std::string rel;
+    std::optional<BranchEntry> old;
+    std::optional<BranchEntry> set;
+  };
 
   BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchRecord record, bool writer);
 
@@ -134,8 +141,14 @@ class BranchStore : public ObjectStore {
   std::string data_key(std::string_view target) const;
   // Applies changes to the record, writes it, and deletes data objects no name refers to.
   Status commit(std::vector<Change> changes);
-  // Writes the record if the one in the bucket lacks generation gen.
-  Status persist(uint64_t gen);
+  // Writes the record if the one in the bucket lacks generation gen. When the write surely
+  // failed (the bucket's record is still the one this mount last wrote), undo is taken back.
+  Status persist(uint64_t gen, const std::vector<Undo>& undo);
+  // After a record write of generation `generation` got an error (or a precondition failure
+  // that may answer this mount's own retried write): what the bucket's record says of it.
+  enum class Outcome { kWritten, kEarlierWritten, kNotWritten, kTakenOver, kUnknown };
+  Outcome read_back(uint64_t generation);
+  void take_back_locked(const std::vector<Undo>& undo);
   // True if the branch has a pin (or its pins cannot be listed).
   bool pinned();
   void ref_locked(const BranchEntry& e, int delta, std::vector<std::string>* garbage);

@@ -16,15 +16,25 @@ namespace {
 
 constexpr char kPrefix[] = "data/";
 
-// A bucket whose record writes fail while fail_records is set.
+// A bucket whose record writes fail while fail_records is set, are made but answered with an
+// error while lose_record_answers is, and whose record cannot be read while fail_record_reads is.
 class Bucket : public MemoryObjectStore {
  public:
   explicit Bucket(Clock& clock) : MemoryObjectStore("b", clock) {}
   std::atomic<bool> fail_records{false};
+  std::atomic<bool> lose_record_answers{false};
+  std::atomic<bool> fail_record_reads{false};
   Result<ObjectInfo> put(std::string_view key, std::span<const std::byte> body,
                          const PutOptions& options) override {
     if (fail_records && key.ends_with("/record")) return Status(Errc::kIo, "injected failure");
-    return MemoryObjectStore::put(key, body, options);
+    auto r = MemoryObjectStore::put(key, body, options);
+    if (lose_record_answers && key.ends_with("/record") && r.is_ok())
+      return Status(Errc::kIo, "injected reset after the write");
+    return r;
+  }
+  Result<ObjectInfo> head(std::string_view key) override {
+    if (fail_record_reads && key.ends_with("/record")) return Status(Errc::kIo, "injected failure");
+    return MemoryObjectStore::head(key);
   }
 };
 
@@ -302,24 +312,65 @@ TEST_CASE("two branches of one snapshot never see each other's changes", "[branc
   f.check_base_untouched();
 }
 
-TEST_CASE("a failed record write fails the call; the next one carries the change", "[branch]") {
+TEST_CASE("a record write that surely failed fails the call and leaves no trace", "[branch]") {
   Fixture f;
   auto b = f.open("exp1");
+  REQUIRE(put(*b, "data/kept", "k").is_ok());
+  f.shadow.put_object("data/kept", "k");
   f.bucket.fail_records = true;
   CHECK(put(*b, "data/x", "x").code() == Errc::kIo);
   CHECK(b->remove("data/top.txt").code() == Errc::kIo);
-  // Not in the bucket's record: a new mount does not show them.
+  CHECK(put(*b, "data/kept", "changed").code() == Errc::kIo);
+  CHECK(rename(*b, "data/d0/f0", "data/moved").code() == Errc::kIo);
+  // This mount shows what the bucket's record holds, as does a new mount.
+  f.check_same(*b);
   f.bucket.fail_records = false;
-  {
-    auto other = f.open("exp1", false);
-    CHECK(read(*other, "data/x") == "<absent>");
-    CHECK(read(*other, "data/top.txt") == "top");
-  }
+  f.check_same(*f.open("exp1", false));
+  // The next change carries only itself.
   REQUIRE(put(*b, "data/y", "y").is_ok());
-  auto other = f.open("exp1", false);
-  CHECK(read(*other, "data/x") == "x");
-  CHECK(read(*other, "data/y") == "y");
-  CHECK(read(*other, "data/top.txt") == "<absent>");
+  f.shadow.put_object("data/y", "y");
+  f.check_same(*b);
+  f.check_same(*f.open("exp1", false));
+}
+
+TEST_CASE("a record write answered with an error but made counts as made", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  f.bucket.lose_record_answers = true;
+  REQUIRE(put(*b, "data/x", "x").is_ok());
+  REQUIRE(b->remove("data/top.txt").is_ok());
+  f.bucket.lose_record_answers = false;
+  f.shadow.put_object("data/x", "x");
+  REQUIRE(f.shadow.remove("data/top.txt").is_ok());
+  f.check_same(*b);
+  // Still this mount's branch: its next write is not taken for another mount's.
+  REQUIRE(put(*b, "data/y", "y").is_ok());
+  f.shadow.put_object("data/y", "y");
+  f.check_same(*b);
+  f.check_same(*f.open("exp1", false));
+}
+
+TEST_CASE("a record write that may have failed stays shown; the next one carries it", "[branch]") {
+  Fixture f;
+  auto b = f.open("exp1");
+  f.bucket.fail_records = true;
+  f.bucket.fail_record_reads = true;
+  CHECK(put(*b, "data/x", "x").code() == Errc::kIo);
+  f.bucket.fail_records = false;
+  f.bucket.fail_record_reads = false;
+  CHECK(read(*b, "data/x") == "x");
+  CHECK(read(*f.open("exp1", false), "data/x") == "<absent>");
+  // A write made but unanswered, and its record not readable either: the next write over it
+  // finds it there and writes again.
+  f.bucket.lose_record_answers = true;
+  f.bucket.fail_record_reads = true;
+  CHECK(put(*b, "data/y", "y").code() == Errc::kIo);
+  f.bucket.lose_record_answers = false;
+  f.bucket.fail_record_reads = false;
+  REQUIRE(put(*b, "data/z", "z").is_ok());
+  for (const char* k : {"data/x", "data/y", "data/z"}) f.shadow.put_object(k, k + 5);
+  f.check_same(*b);
+  f.check_same(*f.open("exp1", false));
 }
 
 TEST_CASE("one writer per branch: a newer writable mount takes the branch over", "[branch]") {
