@@ -25,6 +25,17 @@ Uploader::Uploader(ObjectStore& store, StagingArea& staging, BlockCache* write_t
 Uploader::~Uploader() {
   parts_.shutdown();
   fill_.shutdown();
+  // A last try at the aborts that failed; what is left stays open in the journal, for the
+  // next mount on this staging dir.
+  if (staging_.failed_aborts() > 0) {
+    const size_t left = staging_.retry_aborts(store_);
+    if (left > 0) {
+      log::warn(
+          "{} multipart uploads could not be aborted; the next mount on this staging dir "
+          "aborts them",
+          left);
+    }
+  }
 }
 
 std::shared_ptr<StagedObject> Uploader::make(std::string key) {
@@ -54,7 +65,11 @@ StagedObject::~StagedObject() {
     // Only reached when a flush was never attempted after parts went up (the mount is going
     // away): abort, so the parts do not linger.
     Status st = up_.store_.abort_multipart(key_, upload_id_);
-    if (st.is_ok()) up_.staging_.upload_ended(upload_id_);
+    if (st.is_ok()) {
+      up_.staging_.upload_ended(upload_id_);
+    } else {
+      up_.staging_.abort_failed(key_, upload_id_);
+    }
   }
 }
 
@@ -337,9 +352,10 @@ void StagedObject::abort_upload(std::unique_lock<std::mutex>& lock) {
     up_.staging_.upload_ended(id);
   } else {
     log::warn(
-        "cannot abort the multipart upload of {:?}: {} (the next mount on this staging dir "
-        "retries)",
+        "cannot abort the multipart upload of {:?}: {} (tried again after the next upload "
+        "that succeeds, and when the mount ends)",
         key, st.to_string());
+    up_.staging_.abort_failed(key, id);
   }
   lock.lock();
 }
@@ -363,6 +379,10 @@ Result<ObjectInfo> StagedObject::flush() {
       size_ <= up_.options_.single_put_max ? flush_single(lock) : flush_multipart(lock);
   if (r.is_ok()) {
     up_.completed_.fetch_add(1);
+    // The bucket answers again: aborts that failed are tried once more, off this thread.
+    if (up_.staging_.failed_aborts() > 0) {
+      up_.parts_.submit([&up = up_] { up.staging_.retry_aborts(up.store_); });
+    }
   } else {
     up_.failures_.fetch_add(1);
     log::error("upload of {:?} failed, the data is not in the bucket: {}", key_,

@@ -132,4 +132,36 @@ void StagingArea::upload_ended(std::string_view upload_id) {
   append("E " + std::string(upload_id) + "\n");
 }
 
+void StagingArea::abort_failed(std::string key, std::string upload_id) {
+  std::lock_guard lock(aborts_mu_);
+  failed_aborts_.emplace_back(std::move(key), std::move(upload_id));
+}
+
+size_t StagingArea::failed_aborts() const {
+  std::lock_guard lock(aborts_mu_);
+  return failed_aborts_.size();
+}
+
+size_t StagingArea::retry_aborts(ObjectStore& store) {
+  std::vector<std::pair<std::string, std::string>> todo;
+  {
+    std::lock_guard lock(aborts_mu_);
+    todo.swap(failed_aborts_);
+  }
+  std::vector<std::pair<std::string, std::string>> left;
+  for (auto& [key, id] : todo) {
+    Status st = store.abort_multipart(key, id);
+    if (st.is_ok() || st.code() == Errc::kNotFound) {  // NoSuchUpload: already gone
+      upload_ended(id);
+      log::info("aborted the multipart upload of {:?} on a later try", key);
+    } else {
+      left.emplace_back(std::move(key), std::move(id));
+    }
+  }
+  std::lock_guard lock(aborts_mu_);
+  failed_aborts_.insert(failed_aborts_.end(), std::make_move_iterator(left.begin()),
+                        std::make_move_iterator(left.end()));
+  return failed_aborts_.size();
+}
+
 }  // namespace warmfs

@@ -19,6 +19,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "io/file_io.h"
 #include "objstore/object_store.h"
@@ -41,6 +43,14 @@ class StagingArea {
   void upload_started(std::string_view key, std::string_view upload_id);
   void upload_ended(std::string_view upload_id);
 
+  // An abort of a multipart upload that failed (after the store's own retries): until an
+  // abort succeeds the journal keeps the upload open, so a later mount aborts it if this one
+  // cannot. retry_aborts() tries each again through store and returns how many are still not
+  // done; the Uploader calls it after each upload that succeeds and when the mount ends.
+  void abort_failed(std::string key, std::string upload_id);
+  size_t retry_aborts(ObjectStore& store);
+  size_t failed_aborts() const;
+
   const std::string& dir() const { return dir_; }
   // Bytes free on the staging filesystem (0 if it cannot be asked).
   uint64_t free_bytes() const;
@@ -60,6 +70,8 @@ class StagingArea {
   io::UniqueFd journal_;
   const std::string journal_path_;
   const uint64_t recovered_;
+  mutable std::mutex aborts_mu_;  // protects failed_aborts_; never held across a request
+  std::vector<std::pair<std::string, std::string>> failed_aborts_;  // (key, upload id)
 };
 
 }  // namespace warmfs

@@ -120,6 +120,57 @@ TEST_CASE("staged object: a failed part makes flush fail, aborts the upload, and
   CHECK(f.bucket.upload_count() == 0);
 }
 
+TEST_CASE("staged object: an abort that fails is tried again after the next upload", "[upload]") {
+  Fixture f;
+  auto obj = f.uploader->make("k");
+  REQUIRE(obj->stage_empty().is_ok());
+  f.store.fail_always(Op::kUploadPart, Status(Errc::kIo, "500 InternalError"));
+  f.store.fail_always(Op::kAbortMultipart, Status(Errc::kIo, "500 InternalError"));
+  REQUIRE(obj->write(0, bytes_of(12 * kMiB, 4)).is_ok());
+  CHECK(obj->flush().code() == Errc::kIo);
+  CHECK(f.bucket.upload_count() == 1);  // the abort failed: its parts are still there
+  CHECK(f.staging->failed_aborts() == 1);
+  f.store.clear_faults();
+  auto other = f.uploader->make("other");
+  REQUIRE(other->stage_empty().is_ok());
+  REQUIRE(other->write(0, bytes_of(1000, 5)).is_ok());
+  REQUIRE(other->flush().is_ok());
+  testing::eventually([&] { return f.bucket.upload_count() == 0; });
+  CHECK(f.staging->failed_aborts() == 0);
+}
+
+TEST_CASE(
+    "staged object: an abort still failing is tried when the mount ends, else left to the "
+    "next mount",
+    "[upload]") {
+  for (const bool heals : {true, false}) {
+    INFO("the bucket answers again before the end: " << heals);
+    Fixture f;
+    {
+      auto obj = f.uploader->make("k");
+      REQUIRE(obj->stage_empty().is_ok());
+      f.store.fail_always(Op::kUploadPart, Status(Errc::kIo, "500 InternalError"));
+      f.store.fail_always(Op::kAbortMultipart, Status(Errc::kIo, "500 InternalError"));
+      REQUIRE(obj->write(0, bytes_of(12 * kMiB, 6)).is_ok());
+      CHECK(obj->flush().code() == Errc::kIo);
+      CHECK(obj->flush().code() == Errc::kIo);
+    }
+    CHECK(f.bucket.upload_count() >= 1);
+    if (heals) f.store.clear_faults();
+    f.uploader.reset();
+    f.staging.reset();
+    if (heals) {
+      CHECK(f.bucket.upload_count() == 0);
+    } else {
+      REQUIRE(f.bucket.upload_count() >= 1);
+      f.store.clear_faults();
+      auto next = StagingArea::open(f.dir, f.store);  // the next mount on this staging dir
+      REQUIRE(next.is_ok());
+      CHECK(f.bucket.upload_count() == 0);
+    }
+  }
+}
+
 TEST_CASE("staged object: a failing CompleteMultipartUpload is a failure, never reported durable",
           "[upload]") {
   Fixture f;
