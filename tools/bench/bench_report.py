@@ -343,8 +343,8 @@ def epochs_section(table) -> list[str]:
                 f"{d.get('chunks', '?')} chunks, `--memory-cache-size {mount.get('memory_cache_size')} "
                 f"--cache-size {mount.get('cache_size')}`.", "",
                 "| epoch | plan s | plan from bucket | plan local (worst) | measured s | "
-                "measured from bucket | measured local | verdict |",
-                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+                "measured from bucket | measured local | SSD hits | chunks fetched ahead (dropped unread) | verdict |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
         verdicts = {v["epoch"]: v for v in rec.get("plan_verdicts", [])}
         for p, x in zip(rec["planned_epochs"], rec["measured_epochs"]):
             v = verdicts.get(p["epoch"], {})
@@ -352,7 +352,8 @@ def epochs_section(table) -> list[str]:
             out.append(f"| {p['epoch']} | {p['seconds']:.2f} | {p['bucket_bytes'] / 2**20:.1f} MiB | "
                        f"{p['hit_ratio']['local']:.2f} ({p['hit_ratio']['worst']:.2f}) | "
                        f"{x['seconds']:.2f} | {x['bucket_bytes'] / 2**20:.1f} MiB | "
-                       f"{x['local']:.2f} | {why} |")
+                       f"{x['local']:.2f} | {x['disk_hit_bytes'] / 2**20:.1f} MiB | "
+                       f"{x.get('prefetched_chunks', '-')} ({x.get('wasted_chunks', '-')}) | {why} |")
         out.append("")
     return out
 

@@ -23,6 +23,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -177,6 +178,18 @@ def cpu_seconds(pids) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return total / tick
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's finished children (the workers, curl)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle (nor waiting for I/O) since boot, /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler:
@@ -343,6 +356,10 @@ class Bench:
         # Where the CPU goes: the system's own processes, the proxy, the origin (s3rver).
         roles = {"system": list(pids), "proxy": [self.origin.proxy.pid], "s3rver": [self.origin.s3rver.pid]}
         cpu_before = {r: cpu_seconds(p) for r, p in roles.items()}
+        # The loader (or curl) processes this harness starts, and the whole machine's busy CPU:
+        # the machine is shared, and a figure taken while others' builds run says so.
+        loader_before = children_cpu_seconds()
+        busy_before = machine_busy_seconds()
         t0 = time.monotonic()
         with RssSampler(pids) as rss:
             try:
@@ -357,6 +374,8 @@ class Bench:
                 rec.update(status="error", error=(msg[-1] if msg else type(e).__name__)[:300])
         rec["wall_s"] = round(time.monotonic() - t0, 3)
         rec["cpu_s"] = {r: round(cpu_seconds(p) - cpu_before[r], 2) for r, p in roles.items() if p}
+        rec["cpu_s"]["loader"] = round(children_cpu_seconds() - loader_before, 2)
+        rec["machine_busy_cores"] = round((machine_busy_seconds() - busy_before) / max(rec["wall_s"], 1e-3), 2)
         if pids:
             rec["rss_max_mib"] = round(rss.max_kib / 1024, 1)
         with contextlib.suppress(Exception):

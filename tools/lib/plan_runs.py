@@ -32,9 +32,15 @@ def measured_epoch(epoch: int, seconds: float, dataset_bytes: int, before: dict,
     """One epoch from the mount's stats before and after it: bytes pulled from the bucket, and
     the share of the dataset that did not come from it (the plan's `local`)."""
     pulled = after["bucket_bytes_read"] - before["bucket_bytes_read"]
+    ra_before, ra_after = before.get("readahead", {}), after.get("readahead", {})
     return {"epoch": epoch, "seconds": seconds, "bucket_bytes": pulled,
             "local": 1 - pulled / dataset_bytes,
-            "disk_hit_bytes": after["disk_hit_bytes"] - before["disk_hit_bytes"]}
+            "disk_hit_bytes": after["disk_hit_bytes"] - before["disk_hit_bytes"],
+            "memory_hit_bytes": after.get("memory_hit_bytes", 0) - before.get("memory_hit_bytes", 0),
+            # What read-ahead fetched, and what of it was dropped unread: bytes pulled that no
+            # read asked for, which the plan's model (every chunk read once) does not count.
+            **{k: ra_after.get(k, 0) - ra_before.get(k, 0)
+               for k in ("prefetched_chunks", "wasted_chunks")}}
 
 
 def judge(predicted: dict, measured: dict) -> tuple[str, list[str]]:
