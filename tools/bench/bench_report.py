@@ -377,7 +377,8 @@ def runs_section(metas, table=None) -> list[str]:
         mach = m["machine"]
         v = m["versions"]
         mine = ", ".join(w for w in WORKLOAD_TITLES if w in rows_of.get(m["run"], ()))
-        out.append(f"- run {m['run']} ({m['date']}; its rows: {mine or 'none'}), data set `{spec['name']}`, systems "
+        command = f"`{m['command']}`, " if m.get("command") else ""
+        out.append(f"- run {m['run']} ({m['date']}; {command}its rows: {mine or 'none'}), data set `{spec['name']}`, systems "
                    f"{', '.join(m['systems'])}: {mach['cpu']}, {mach['cores']} cores, "
                    f"{mach['memory_gib']} GiB, kernel {mach['kernel']}, Debian {mach['debian']}; "
                    f"origin s3rver {v.get('s3rver')} (node {v.get('node')}) behind tools/s3proxy with "
@@ -411,8 +412,8 @@ ninja -C build                                   # warmfs and build/tools/fuse-c
 tools/bench/run                                  # everything (~11 min; data made once, ~5.75 GiB, ~3 min)
 tools/bench/run --only ckpt --systems warmfs,origin   # one workload again; merged into the table
 tools/bench/run --only seq,small --systems warmfs,s3fs
-tools/bench/run --only shuffle,shuffle-order,records,records-order,windows,windows-order,epochs \
-    --systems local,origin,warmfs --origin-shape plain,capped   # the loader rows (~10 min)
+tools/bench/run --only shuffle,shuffle-order,records,records-order,windows,windows-order,epochs \\
+    --systems local,origin,warmfs,s3fs,rclone --origin-shape plain,capped   # the loader rows
 tools/bench/run --smoke                          # tiny sizes, warmfs only, < 60 s (CI runs this)
 ```
 

@@ -965,6 +965,7 @@ class Bench:
         debian = cmd(["cat", "/etc/debian_version"])
         return {"type": "meta", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "spec": self.spec.key(), "systems": systems,
+                "command": " ".join(["tools/bench/run", *sys.argv[1:]]),
                 "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**20, 1),
                             "kernel": platform.release(), "debian": debian},
                 "versions": versions, "first_byte_delay_ms": self.args.first_byte_ms,
