@@ -413,7 +413,7 @@ tools/bench/run                                  # everything (~11 min; data mad
 tools/bench/run --only ckpt --systems warmfs,origin   # one workload again; merged into the table
 tools/bench/run --only seq,small --systems warmfs,s3fs
 tools/bench/run --only shuffle,shuffle-order,records,records-order,windows,windows-order,epochs \\
-    --systems local,origin,warmfs,s3fs,rclone --origin-shape plain,capped   # the loader rows
+    --systems local,origin,warmfs,s3fs --origin-shape plain,capped   # the loader rows (~9 min)
 tools/bench/run --smoke                          # tiny sizes, warmfs only, < 60 s (CI runs this)
 ```
 
