@@ -17,7 +17,8 @@ import harness  # noqa: E402
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "build" / "bench-smoke"
 EXPECTED = {"seq": 3, "par4": 3, "rand": 3, "small": 3, "shuffle": 1, "shuffle-order": 1, "ls": 2,
-            "tar": 3, "records": 1, "records-order": 1, "ckpt": 1, "find": 3}
+            "tar": 3, "records": 1, "records-order": 1, "windows": 1, "windows-order": 1,
+            "epochs": 1, "ckpt": 1, "find": 3}
 
 
 class BenchSmoke(unittest.TestCase):

@@ -28,6 +28,7 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("ls", "cold"), ("ls", "warm"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
         ("records", "cold"), ("records-order", "cold"),
+        ("windows", "cold"), ("windows-order", "cold"), ("epochs", "cold"),
         ("ckpt", "cold"),
         ("find", "cold"), ("find", "index"), ("find", "snapshot")]
 # Each cold row again on the capped origin (tools/bench/run --origin-shape capped), after it.
@@ -43,13 +44,20 @@ WORKLOAD_TITLES = {
     "tar": "tar shards iterated sample by sample (samples/s)",
     "records": "100 KiB records in the tar shards, one shuffled epoch, map-style, 8 threads (records/s)",
     "records-order": "the same records, the order (as ranges) published first (records/s)",
+    "windows": "token windows (32 KiB) of the 512 MiB token file, one shuffled epoch, 8 threads (windows/s)",
+    "windows-order": "the same windows, the order (as ranges) published first (windows/s)",
+    "epochs": "3 shuffled epochs of 1 MiB windows, token file twice the SSD tier (s; local share per epoch, plan's in brackets)",
     "ckpt": "checkpoint written, fsync (s to fsync return)",
     "find": "mount + `find | wc -l` of a tree of 100,000 tiny objects (s; warmfs requests)",
 }
 PHASE_TITLES = {"cold": "cold", "cold-capped": "cold, capped origin (50 MB/s per connection, 25 ms)", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
                 "snapshot": "from a snapshot (docs/snapshots.md)",
                 "index": "from the listing index, after a remount (docs/ssd-cache.md)"}
-LOWER_IS_BETTER = {"ls", "ckpt", "find"}
+LOWER_IS_BETTER = {"ls", "ckpt", "find", "epochs"}
+# The order rows and the row without the order they are compared with (issue 19).
+ORDER_PAIRS = [("shuffle-order", "shuffle", "shuffled epoch"),
+               ("records-order", "records", "shuffled records"),
+               ("windows-order", "windows", "shuffled token windows")]
 
 
 def known_failure(rec: dict) -> bool:
@@ -103,6 +111,10 @@ def cell(rec: dict | None) -> str:
             short += " at rename"
         return f"{rec['status']} ({short})" if short else rec["status"]
     w, v = rec["workload"], rec["value"]
+    if w == "epochs":
+        got = "/".join(f"{x['local']:.2f}" for x in rec["measured_epochs"])
+        planned = "/".join(f"{p['hit_ratio']['local']:.2f}" for p in rec["planned_epochs"])
+        return f"{v:.1f} (local {got} [{planned}])"
     if w == "rand":
         return f"{fmt_num(v)} ({fmt_num(rec['p50_us'])}/{fmt_num(rec['p99_us'])} µs)"
     if w in ("ls", "find"):
@@ -200,18 +212,16 @@ def targets(table, metas) -> list[tuple[str, str, str]]:
     add("small files cold >= 3x the faster peer", f"{x:.2f}x" if x else "-", None if x is None else x >= 3)
     x = r(wf("small", "warm"), value(table, "small", "warm", "local"))
     add("small files warm >= 0.5x local warm", f"{x:.2f}x" if x else "-", None if x is None else x >= 0.5)
-    x = r(wf("shuffle-order", "cold"), value(table, "shuffle", "cold", "origin"))
-    add("shuffled epoch cold, order published >= 0.8x origin limit (64 in flight)",
-        f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
-    x = r(wf("shuffle-order", "cold"), wf("shuffle", "cold"))
-    add("shuffled epoch cold, order published >= 2x warmfs without it",
-        f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
-    x = r(wf("records-order", "cold"), value(table, "records", "cold", "origin"))
-    add("shuffled records cold, order published >= 0.8x origin limit (64 in flight)",
-        f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
-    x = r(wf("records-order", "cold"), wf("records", "cold"))
-    add("shuffled records cold, order published >= 2x warmfs without it",
-        f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
+    for ordered, plain, what in ORDER_PAIRS:
+        for p, shape in (("cold", ""), ("cold-capped", " (capped origin)")):
+            if p != "cold" and (plain, p, "origin") not in table and (ordered, p, "warmfs") not in table:
+                continue
+            x = r(wf(ordered, p), value(table, plain, p, "origin"))
+            add(f"{what} cold{shape}, order published >= 0.8x origin limit (64 in flight)",
+                f"{x:.2f}x" if x else "-", None if x is None else x >= 0.8)
+            x = r(wf(ordered, p), wf(plain, p))
+            add(f"{what} cold{shape}, order published >= 2x warmfs without it",
+                f"{x:.2f}x" if x else "-", None if x is None else x >= 2)
     rec = table.get(("ls", "cold", "warmfs"))
     if rec and rec["status"] == "ok" and rec.get("warmfs_requests"):
         q = rec["warmfs_requests"]
@@ -272,6 +282,7 @@ def write(records: list[dict], doc: Path, chart: bool = True) -> None:
               "| --- | --- | --- |"]
     lines += [f"| {t} | {m} | {v} |" for t, m, v in targets(table, metas)]
     lines.append("")
+    lines += epochs_section(table)
     png = doc.with_suffix(".png")
     if chart:
         rows = []
@@ -309,6 +320,44 @@ def write(records: list[dict], doc: Path, chart: bool = True) -> None:
     doc.write_text("\n".join(lines))
 
 
+def epochs_section(table) -> list[str]:
+    """The `epochs` rows: `warmfs plan`'s prediction per epoch next to the run's, and whether
+    the run is within the tolerances tests/integration/test_plan.py holds the plan to."""
+    recs = [rec for (w, p, s), rec in sorted(table.items())
+            if w == "epochs" and s == "warmfs" and rec["status"] == "ok"]
+    if not recs:
+        return []
+    out = ["## A dataset twice the SSD tier: `warmfs plan` against the run", "",
+           "The token file read in 1 MiB windows (one chunk each), three epochs, each a fresh "
+           "shuffle with its order published first, 8 readers dropping what they read from the "
+           "page cache, through a fresh mount with the sizes below; before it, `warmfs plan` of "
+           "the same prefix with the same sizes (its `node-cache` scenario). `local` is the "
+           "share of the dataset not pulled from the bucket (`bucket_bytes_read` in the mount's "
+           "stats). Verdicts use tests/integration/test_plan.py's tolerances "
+           "(tools/lib/plan_runs.py): bytes within 15%, local share within 0.08, time within 2x.",
+           ""]
+    for rec in recs:
+        d = rec.get("plan_dataset") or {}
+        mount = rec.get("mount", {})
+        out += [f"Phase `{rec['phase']}` (run {rec['run']}): {d.get('bytes', 0) / 2**20:.0f} MiB in "
+                f"{d.get('chunks', '?')} chunks, `--memory-cache-size {mount.get('memory_cache_size')} "
+                f"--cache-size {mount.get('cache_size')}`.", "",
+                "| epoch | plan s | plan from bucket | plan local (worst) | measured s | "
+                "measured from bucket | measured local | SSD hits | chunks fetched ahead (dropped unread) | verdict |",
+                "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        verdicts = {v["epoch"]: v for v in rec.get("plan_verdicts", [])}
+        for p, x in zip(rec["planned_epochs"], rec["measured_epochs"]):
+            v = verdicts.get(p["epoch"], {})
+            why = v.get("verdict", "?") + (": " + "; ".join(v["off"]) if v.get("off") else "")
+            out.append(f"| {p['epoch']} | {p['seconds']:.2f} | {p['bucket_bytes'] / 2**20:.1f} MiB | "
+                       f"{p['hit_ratio']['local']:.2f} ({p['hit_ratio']['worst']:.2f}) | "
+                       f"{x['seconds']:.2f} | {x['bucket_bytes'] / 2**20:.1f} MiB | "
+                       f"{x['local']:.2f} | {x['disk_hit_bytes'] / 2**20:.1f} MiB | "
+                       f"{x.get('prefetched_chunks', '-')} ({x.get('wasted_chunks', '-')}) | {why} |")
+        out.append("")
+    return out
+
+
 def chart_title(metas) -> str:
     if not metas:
         return "warmfs benchmark"
@@ -328,7 +377,8 @@ def runs_section(metas, table=None) -> list[str]:
         mach = m["machine"]
         v = m["versions"]
         mine = ", ".join(w for w in WORKLOAD_TITLES if w in rows_of.get(m["run"], ()))
-        out.append(f"- run {m['run']} ({m['date']}; its rows: {mine or 'none'}), data set `{spec['name']}`, systems "
+        command = f"`{m['command']}`, " if m.get("command") else ""
+        out.append(f"- run {m['run']} ({m['date']}; {command}its rows: {mine or 'none'}), data set `{spec['name']}`, systems "
                    f"{', '.join(m['systems'])}: {mach['cpu']}, {mach['cores']} cores, "
                    f"{mach['memory_gib']} GiB, kernel {mach['kernel']}, Debian {mach['debian']}; "
                    f"origin s3rver {v.get('s3rver')} (node {v.get('node')}) behind tools/s3proxy with "
@@ -362,6 +412,8 @@ ninja -C build                                   # warmfs and build/tools/fuse-c
 tools/bench/run                                  # everything (~11 min; data made once, ~5.75 GiB, ~3 min)
 tools/bench/run --only ckpt --systems warmfs,origin   # one workload again; merged into the table
 tools/bench/run --only seq,small --systems warmfs,s3fs
+tools/bench/run --only shuffle,shuffle-order,records,records-order,windows,windows-order,epochs \\
+    --systems local,origin,warmfs,s3fs --origin-shape plain,capped   # the loader rows (~9 min)
 tools/bench/run --smoke                          # tiny sizes, warmfs only, < 60 s (CI runs this)
 ```
 
@@ -404,6 +456,20 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   map-style (open, `pread` of the record, close) by 8 threads each taking the next.
   records-order: the same after publishing the order as (shard, offset, length) ranges
   (warmfs only). The origin limit is a range GET per record, same order, 64 in flight.
+- windows: a memmap'd token dataset's access: window i of the 512 MiB token file is the
+  32,772 bytes at i x 32,772 (8,192 tokens and the target, 4-byte ids), all 16,382 windows in
+  one shuffled order, read by 8 threads that each keep the file open and `pread` the next
+  window. windows-order: the same after publishing the order as (file, offset, length)
+  ranges (warmfs only). The origin limit is a range GET per window, same order, 64 in flight.
+- epochs: `warmfs plan s3://bench/token --epochs 3 --memory-cache-size 64M --cache-size 256M
+  --json`, then a fresh warmfs mount with those sizes (the SSD tier half the dataset) and
+  three epochs of the token file's 1 MiB windows (one chunk each: the plan's model, every
+  chunk once per epoch), each a fresh shuffle published as the order first, 8 readers that
+  drop each window from the page cache after reading it, so every epoch reaches warmfs. Per
+  epoch the bytes pulled (`bucket_bytes_read`) and the local share, next to the plan's; the
+  cell is the three epochs' seconds, the local shares and the plan's in brackets, and the
+  section below the targets has the whole comparison (tools/lib/plan_runs.py, shared with
+  tests/integration/test_plan.py).
 - ls: `ls -lR` of `small/`; warmfs's LIST/HEAD/GET counts come from `warmfs stats --json`
   (L/H/G in the cell). The origin limit is a LIST-with-delimiter walk of the same tree.
 - tar: Python's `tarfile` in stream mode over each shard in order, every member read, samples

@@ -23,6 +23,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -38,11 +39,12 @@ import bench_origin  # noqa: E402
 import bench_report  # noqa: E402
 from bench_origin import BUCKET, FULL, SHAPES, SMOKE, Origin, log  # noqa: E402
 from bench_systems import MOUNTED, Ceiling  # noqa: E402
+import plan_runs  # noqa: E402  (tools/lib, on the path through benchlib)
 
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "bench_worker.py"
 WORKLOADS = ["seq", "par4", "rand", "small", "shuffle", "shuffle-order", "ls", "tar", "records",
-             "records-order", "ckpt", "find"]
+             "records-order", "windows", "windows-order", "epochs", "ckpt", "find"]
 SYSTEMS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
 
 # Which phases each workload has, per kind of system. The ceiling applies to the reads of
@@ -59,6 +61,12 @@ PHASES = {
     # order (as ranges) published.
     "records": ["cold"],
     "records-order": ["cold"],
+    # A memmap'd token dataset: shuffled fixed-size windows of the token file, without and with
+    # the order (as ranges) published.
+    "windows": ["cold"],
+    "windows-order": ["cold"],
+    # Three shuffled epochs over a dataset twice warmfs's SSD tier, against `warmfs plan`.
+    "epochs": ["cold"],
     "ls": ["cold", "warm"],
     "tar": ["cold", "warm", "warm-dropped"],
     "ckpt": ["cold"],
@@ -70,13 +78,22 @@ CEILING_WORKLOADS = {"seq", "par4", "rand"}
 # Timeouts in seconds per measurement (full size; --smoke scales them down).
 TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "shuffle": 300,
            "shuffle-order": 300, "ls": 240, "tar": 300, "records": 300, "records-order": 300,
-           "ckpt": 300, "find": 900}
+           "windows": 300, "windows-order": 300, "epochs": 600, "ckpt": 300, "find": 900}
 # Range GETs in parallel per object for the origin limit of the big-file reads, per shape: with
 # a per-connection cap the limit is what many connections together get.
 ORIGIN_PARTS = {"plain": {"seq": 8, "par4": 4}, "capped": {"seq": 16, "par4": 8}}
 
 # The shuffled epoch: one fixed permutation of the small files, the same for every system.
 SHUFFLE_SEED = 19
+# A token window: 8,192 tokens and the next one (the target), 4-byte token ids. Window i is the
+# bytes [i*W, i*W + W) of the token file, so windows straddle warmfs's 1 MiB chunks now and then.
+WINDOW_BYTES = 8193 * 4
+# The `epochs` workload: the token file (512 MiB) read in 1 MiB windows, one chunk each (the
+# plan's model: every chunk read once per epoch, in a fresh shuffle), three epochs, through a
+# mount whose SSD tier is half the dataset and whose memory tier is small.
+EPOCHS = 3
+EPOCHS_WINDOW = MiB
+EPOCHS_MOUNT = {"memory_cache_mib": 64, "cache_size": "256M"}
 
 
 class Timeout(Exception):
@@ -161,6 +178,18 @@ def cpu_seconds(pids) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
     return total / tick
+
+
+def children_cpu_seconds() -> float:
+    """User + system CPU time of this process's finished children (the workers, curl)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent not idle (nor waiting for I/O) since boot, /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 class RssSampler:
@@ -254,7 +283,8 @@ class Bench:
         return {"seq": s.big_keys()[:1], "par4": s.big_keys(), "rand": [s.token_key],
                 "small": s.small_keys(), "shuffle": s.small_keys(), "shuffle-order": s.small_keys(),
                 "tar": s.shard_keys(), "records": s.shard_keys(),
-                "records-order": s.shard_keys()}.get(workload, [])
+                "records-order": s.shard_keys(), "windows": [s.token_key],
+                "windows-order": [s.token_key], "epochs": [s.token_key]}.get(workload, [])
 
     def shuffled_small(self) -> tuple[list[str], Path]:
         """The shuffled epoch's keys, and a file listing them one per line."""
@@ -277,6 +307,27 @@ class Bench:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{k} {o} {n}\n" for k, o, n in recs))
         return recs, path
+
+    def shuffled_windows(self, window, seed, name) -> tuple[list[tuple], Path]:
+        """The token file's whole windows of `window` bytes (key, i*window, window), in one
+        shuffled order; and a file listing them ("KEY OFFSET LENGTH" lines)."""
+        size = self.spec.token_mib * MiB
+        wins = [(self.spec.token_key, i * window, window) for i in range(size // window)]
+        random.Random(seed).shuffle(wins)
+        path = self.work / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(f"{k} {o} {n}\n" for k, o, n in wins))
+        return wins, path
+
+    def windows_epoch(self, root, timeout, publish) -> dict:
+        wins, listing = self.shuffled_windows(WINDOW_BYTES, SHUFFLE_SEED, "windows-order.txt")
+        r = worker(["windows", root, listing, "--threads", 8, *(["--publish"] if publish else [])],
+                   timeout)
+        return {"value": r["windows_per_s"], "unit": "windows/s", "windows": r["windows"],
+                "window_bytes": WINDOW_BYTES, "mb_per_s": round(r["bytes"] / r["seconds"] / 1e6, 1),
+                "seconds": r["seconds"], "publish_s": round(r["publish_s"], 4),
+                "tool": "8 threads, the token file open in each, pread of the next window of one "
+                        "shuffled order"}
 
     def records_epoch(self, root, timeout, publish) -> dict:
         recs, listing = self.shuffled_records()
@@ -305,6 +356,10 @@ class Bench:
         # Where the CPU goes: the system's own processes, the proxy, the origin (s3rver).
         roles = {"system": list(pids), "proxy": [self.origin.proxy.pid], "s3rver": [self.origin.s3rver.pid]}
         cpu_before = {r: cpu_seconds(p) for r, p in roles.items()}
+        # The loader (or curl) processes this harness starts, and the whole machine's busy CPU:
+        # the machine is shared, and a figure taken while others' builds run says so.
+        loader_before = children_cpu_seconds()
+        busy_before = machine_busy_seconds()
         t0 = time.monotonic()
         with RssSampler(pids) as rss:
             try:
@@ -319,6 +374,8 @@ class Bench:
                 rec.update(status="error", error=(msg[-1] if msg else type(e).__name__)[:300])
         rec["wall_s"] = round(time.monotonic() - t0, 3)
         rec["cpu_s"] = {r: round(cpu_seconds(p) - cpu_before[r], 2) for r, p in roles.items() if p}
+        rec["cpu_s"]["loader"] = round(children_cpu_seconds() - loader_before, 2)
+        rec["machine_busy_cores"] = round((machine_busy_seconds() - busy_before) / max(rec["wall_s"], 1e-3), 2)
         if pids:
             rec["rss_max_mib"] = round(rss.max_kib / 1024, 1)
         with contextlib.suppress(Exception):
@@ -476,6 +533,18 @@ class Bench:
         run_cmd(["curl", "-sf", "-Z", "--parallel-max", str(parallel), "-K", str(cfg)], timeout)
         return time.monotonic() - t
 
+    def curl_range_list(self, ranges, parallel, timeout) -> float:
+        """Seconds for a range GET of each (key, offset, length), in order, `parallel` in flight
+        (curl -Z keeps its connections alive)."""
+        cfg = self.work / "curl-ranges.txt"
+        cfg.parent.mkdir(parents=True, exist_ok=True)
+        cfg.write_text("".join(f'url = "{self.origin.endpoint}/{BUCKET}/{k}"\n'
+                               f'range = "{o}-{o + n - 1}"\noutput = "/dev/null"\n'
+                               for k, o, n in ranges))
+        t = time.monotonic()
+        run_cmd(["curl", "-sf", "-Z", "--parallel-max", str(parallel), "-K", str(cfg)], timeout)
+        return time.monotonic() - t
+
     def origin_list(self, prefix, timeout) -> tuple[float, int, int]:
         """A tree walk by LIST with delimiter, as a filesystem lists: (seconds, keys, requests)."""
         client = self.origin.client()
@@ -524,15 +593,17 @@ class Bench:
         if workload == "records":
             # The same records by range GETs, in the same order, 64 in flight.
             recs, _ = self.shuffled_records()
-            cfg = self.work / "curl-ranges.txt"
-            cfg.write_text("".join(f'url = "{self.origin.endpoint}/{BUCKET}/{k}"\n'
-                                   f'range = "{o}-{o + n - 1}"\noutput = "/dev/null"\n'
-                                   for k, o, n in recs))
-            t = time.monotonic()
-            run_cmd(["curl", "-sf", "-Z", "--parallel-max", "64", "-K", str(cfg)], timeout)
-            secs = time.monotonic() - t
+            secs = self.curl_range_list(recs, 64, timeout)
             return {"value": len(recs) / secs, "unit": "records/s", "records": len(recs),
                     "seconds": secs, "tool": "curl -Z --parallel-max 64, a range GET per record"}
+        if workload == "windows":
+            # The same windows by range GETs, in the same order, 64 in flight.
+            wins, _ = self.shuffled_windows(WINDOW_BYTES, SHUFFLE_SEED, "windows-order.txt")
+            secs = self.curl_range_list(wins, 64, timeout)
+            return {"value": len(wins) / secs, "unit": "windows/s", "windows": len(wins),
+                    "window_bytes": WINDOW_BYTES,
+                    "mb_per_s": round(len(wins) * WINDOW_BYTES / secs / 1e6, 1), "seconds": secs,
+                    "tool": "curl -Z --parallel-max 64, a range GET per window"}
         if workload == "ls":
             secs, n, req = self.origin_list("small/", timeout)
             return {"value": secs, "unit": "s", "files": n, "list_requests": req,
@@ -594,6 +665,12 @@ class Bench:
             if system != "warmfs":
                 raise Skip()  # only warmfs takes an order
             return self.records_epoch(root, timeout, publish=True)
+        if workload == "windows":
+            return self.windows_epoch(root, timeout, publish=False)
+        if workload == "windows-order":
+            if system != "warmfs":
+                raise Skip()  # only warmfs takes an order
+            return self.windows_epoch(root, timeout, publish=True)
         if workload == "ls":
             return self.ls_tree(root, timeout)
         if workload == "tar":
@@ -704,6 +781,73 @@ class Bench:
                 finally:
                     m.unmount()
 
+    def run_epochs(self, systems) -> None:
+        """`warmfs plan` for the token file with EPOCHS_MOUNT's cache sizes, then a fresh mount
+        with those sizes and EPOCHS shuffled epochs of its 1 MiB windows, each epoch's order
+        published first, 8 readers dropping what they read from the page cache: the plan's
+        per-epoch bytes and hit ratio next to the mount's (tools/lib/plan_runs.py, as
+        tests/integration/test_plan.py does at a small scale). warmfs only."""
+        if "warmfs" not in systems:
+            return
+        log("--- epochs on warmfs" + ("" if self.shape == "plain" else f" ({self.shape} origin)"))
+        timeout = self.timeout("epochs")
+        m = self.mounts["warmfs"]
+        saved = {k: getattr(m, k) for k in EPOCHS_MOUNT}
+        try:
+            for k, v in EPOCHS_MOUNT.items():
+                setattr(m, k, v)
+            self.drop("epochs")
+            plan = self.plan_token_file(m, timeout)
+            m.mount()
+            self.measure("epochs", "cold", "warmfs", lambda: self.token_epochs(m, plan, timeout),
+                         pids=m.pids(), stats=m.stats)
+        except Exception as e:
+            self.emit({"type": "measurement", "workload": "epochs", "phase": self.label("cold"),
+                       "system": "warmfs", "status": "error", "error": str(e)[:300]})
+        finally:
+            m.unmount()
+            for k, v in saved.items():
+                setattr(m, k, v)
+
+    def plan_token_file(self, m, timeout) -> dict:
+        """`warmfs plan --json` of the token file for the epochs mount's configuration."""
+        probe = self.work / "plan-probe"
+        shutil.rmtree(probe, ignore_errors=True)
+        run = harness.run_cli(
+            ["plan", f"s3://{BUCKET}/{self.spec.token_key.rsplit('/', 1)[0]}", "--endpoint", self.origin.endpoint,
+             "--path-style", "--region", "us-east-1", "--epochs", EPOCHS,
+             "--memory-cache-size", f"{m.memory_cache_mib}M", "--cache-size", m.cache_size,
+             "--cache-dir", str(probe), "--probe-seconds", 0.5 if self.args.smoke else 2, "--json"],
+            m.env(), timeout=timeout)
+        if run.rc != 0:
+            raise RuntimeError(f"warmfs plan failed: {run.stderr.strip()[-300:]}")
+        return json.loads(run.stdout)
+
+    def token_epochs(self, m, plan, timeout) -> dict:
+        predicted = plan_runs.node_cache_epochs(plan)
+        size = self.spec.token_mib * MiB
+        measured, verdicts = [], []
+        before = m.stats()
+        for epoch in range(1, EPOCHS + 1):
+            _, listing = self.shuffled_windows(EPOCHS_WINDOW, SHUFFLE_SEED + epoch, "epoch-order.txt")
+            r = worker(["windows", m.root, listing, "--threads", 8, "--publish", "--drop"], timeout)
+            if r["bytes"] != size:
+                raise RuntimeError(f"epoch {epoch} read {r['bytes']} bytes, expected {size}")
+            after = m.stats()
+            measured.append(plan_runs.measured_epoch(epoch, r["seconds"], size, before, after))
+            before = after
+        for p, x in zip(predicted, measured):
+            verdict, off = plan_runs.judge(p, x)
+            verdicts.append({"epoch": p["epoch"], "verdict": verdict, "off": off})
+        log("warmfs plan against the run:\n" + "\n".join(plan_runs.comparison_lines(predicted, measured)))
+        return {"value": round(sum(x["seconds"] for x in measured), 3), "unit": "s",
+                "dataset_bytes": size, "window_bytes": EPOCHS_WINDOW,
+                "mount": {"memory_cache_size": f"{m.memory_cache_mib}M", "cache_size": m.cache_size},
+                "measured_epochs": measured, "planned_epochs": predicted, "plan_verdicts": verdicts,
+                "plan_probe": plan.get("probe"), "plan_dataset": plan.get("dataset"),
+                "tool": f"{EPOCHS} epochs of 8 threads preading the next 1 MiB window of a fresh "
+                        "shuffle, order published first, pages dropped after each read"}
+
     def timed(self, fn) -> dict:
         """fn() with its wall time as the measurement's value (seconds)."""
         t = time.monotonic()
@@ -725,6 +869,9 @@ class Bench:
     def run_workload(self, workload, systems) -> None:
         if workload == "find":
             self.run_find(systems)
+            return
+        if workload == "epochs":
+            self.run_epochs(systems)
             return
         phases = PHASES[workload]
         for system in systems:
@@ -818,6 +965,7 @@ class Bench:
         debian = cmd(["cat", "/etc/debian_version"])
         return {"type": "meta", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "spec": self.spec.key(), "systems": systems,
+                "command": " ".join(["tools/bench/run", *sys.argv[1:]]),
                 "machine": {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem / 2**20, 1),
                             "kernel": platform.release(), "debian": debian},
                 "versions": versions, "first_byte_delay_ms": self.args.first_byte_ms,

@@ -125,6 +125,7 @@ class Warmfs(MountedSystem):
     has_stats = True
     memory_cache_mib = 2048
     ssd_tier = True  # False: the memory tier only (tools/bench/cold_pairs.py's warmfs-mem)
+    cache_size = "16G"  # the SSD tier (tools/bench/run's epochs workload sets a small one)
 
     def __init__(self, *a, memory_cache_mib: int = 2048, **kw):
         super().__init__(*a, **kw)
@@ -150,7 +151,7 @@ class Warmfs(MountedSystem):
                 # for attributes a writable mount reads by default (docs/posix.md).
                 "--no-object-attrs", *self.extra_args]
         if self.ssd_tier:
-            args += ["--cache-dir", str(self.cache), "--cache-size", "16G"]
+            args += ["--cache-dir", str(self.cache), "--cache-size", self.cache_size]
         run = harness.run_cli(args, self.env(), timeout=MOUNT_TIMEOUT)
         if run.rc != 0:
             raise RuntimeError(f"warmfs mount failed:\n{run.describe()}\n{harness._tail(self.log, 15)}")

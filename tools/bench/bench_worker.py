@@ -16,6 +16,13 @@ prints one JSON object on stdout. Not meant to be run by hand, but it can be:
                                               PATH relative to ROOT) in its order, map-style
                                               (open, pread, close each), 8 threads taking the
                                               next; --publish publishes LIST first (records/s)
+  bench_worker.py windows ROOT LIST [--threads 8] [--publish] [--drop]
+                                              token windows: the ranges LIST names (one file),
+                                              in its order, as a memmap'd token dataset reads
+                                              them: each thread keeps the file open and preads
+                                              the next window; --drop drops each window's pages
+                                              from the page cache after its read (so a later
+                                              epoch reaches the file system) (windows/s)
   bench_worker.py tar ROOT                    iterate every *.tar under ROOT sample by sample
   bench_worker.py rand FILE --jobs 4 --seconds S [--direct]   random 4 KiB preads (no fio)
   bench_worker.py ckpt DIR --size MiB --name NAME [--s3 ENDPOINT BUCKET KEY_PREFIX]
@@ -105,11 +112,17 @@ def shuffle(args):
           "files_per_s": len(paths) / secs, "publish_s": published})
 
 
-def records(args):
+def read_ranges(listing):
+    """The (path, offset, length) entries of a "PATH OFFSET LENGTH" listing."""
     entries = []
-    for line in Path(args.list).read_text().splitlines():
+    for line in Path(listing).read_text().splitlines():
         path, off, length = line.rsplit(" ", 2)
         entries.append((path, int(off), int(length)))
+    return entries
+
+
+def records(args):
+    entries = read_ranges(args.list)
 
     def read_record(i):
         path, off, length = entries[i]
@@ -126,6 +139,33 @@ def records(args):
         raise SystemExit(f"read {sum(got)} bytes of records, expected {want}")
     emit({"records": len(entries), "bytes": sum(got), "seconds": secs,
           "records_per_s": len(entries) / secs, "publish_s": published})
+
+
+def windows(args):
+    entries = read_ranges(args.list)
+    paths = {e[0] for e in entries}
+    if len(paths) != 1:
+        raise SystemExit(f"windows: the listing names {len(paths)} files, expected one")
+    path = os.path.join(args.root, paths.pop())
+    local = threading.local()  # each loader thread's descriptor, opened once
+
+    def read_window(i):
+        _, off, length = entries[i]
+        fd = getattr(local, "fd", None)
+        if fd is None:
+            fd = local.fd = os.open(path, os.O_RDONLY)
+        got = len(os.pread(fd, length, off))
+        if args.drop:
+            os.posix_fadvise(fd, off, length, os.POSIX_FADV_DONTNEED)
+        return got
+
+    got, secs, published = loader_epoch(args.root, entries, args.threads, args.publish,
+                                         read_window)
+    want = sum(e[2] for e in entries)
+    if sum(got) != want:
+        raise SystemExit(f"read {sum(got)} bytes of windows, expected {want}")
+    emit({"windows": len(entries), "bytes": sum(got), "seconds": secs,
+          "windows_per_s": len(entries) / secs, "publish_s": published})
 
 
 def tar(args):
@@ -278,6 +318,12 @@ def main():
     p.add_argument("list")
     p.add_argument("--threads", type=int, default=8)
     p.add_argument("--publish", action="store_true")
+    p = sub.add_parser("windows")
+    p.add_argument("root")
+    p.add_argument("list")
+    p.add_argument("--threads", type=int, default=8)
+    p.add_argument("--publish", action="store_true")
+    p.add_argument("--drop", action="store_true")
     p = sub.add_parser("tar")
     p.add_argument("root")
     p = sub.add_parser("rand")
@@ -298,7 +344,7 @@ def main():
     p.add_argument("--name", required=True)
     p.add_argument("--s3", nargs=3, metavar=("ENDPOINT", "BUCKET", "KEY_PREFIX"))
     args = ap.parse_args()
-    {"small": small, "shuffle": shuffle, "records": records, "tar": tar, "rand": rand, "origin-rand": origin_rand, "ckpt": ckpt}[args.cmd](args)
+    {"small": small, "shuffle": shuffle, "records": records, "windows": windows, "tar": tar, "rand": rand, "origin-rand": origin_rand, "ckpt": ckpt}[args.cmd](args)
 
 
 if __name__ == "__main__":
