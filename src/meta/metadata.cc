@@ -55,7 +55,7 @@ NodeAttr Metadata::attr_of(const Node& n) const {
   a.is_dir = n.is_dir;
   a.size = n.is_dir ? 0 : n.size;
   a.mtime_sec = n.is_dir ? options_.dir_mtime_sec : n.mtime_sec;
-  a.etag = n.etag;
+  a.etag = n.etag.str();
   if (n.ino != kRootIno) {
     auto pit = ino_by_path_.find(n.path);
     a.unlinked = pit == ino_by_path_.end() || pit->second != n.ino;
@@ -350,7 +350,7 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = false;
   n->size = 0;
-  n->etag.clear();
+  n->etag = Etag();
   n->mtime_sec = mtime_sec;
   n->validated_at = clock_.now();
   n->local = true;
@@ -583,7 +583,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   if (it->second.path == path) record_head_locked(path, info);
   Node& n = it->second;
   if (n.etag != info.etag) {
-    log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag, info.etag);
+    log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag.str(), info.etag);
   }
   n.size = info.size;
   n.etag = info.etag;

@@ -57,6 +57,7 @@
 
 #include "common/clock.h"
 #include "common/thread_pool.h"
+#include "meta/etag.h"
 #include "meta/object_attrs.h"
 #include "objstore/object_store.h"
 #include "warmfs/result.h"
@@ -95,7 +96,7 @@ struct DirEntry {
   bool is_dir = false;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
-  std::string etag;
+  Etag etag;  // files only
 };
 
 // One directory's entries, sorted by name, as listed at one moment.
@@ -221,7 +222,7 @@ class Metadata {
     bool is_dir = false;
     uint64_t size = 0;
     int64_t mtime_sec = 0;
-    std::string etag;
+    Etag etag;
     std::chrono::steady_clock::time_point validated_at;
     uint64_t nlookup = 0;
     bool local = false;  // created here, not in the bucket yet
@@ -231,7 +232,7 @@ class Metadata {
   };
   // Attributes of one path (a directory's as "path/"), for the version they were read of.
   struct Known {
-    std::string etag;           // files: the version (with last_modified) they belong to
+    Etag etag;                  // files: the version (with last_modified) they belong to
     int64_t last_modified = 0;  // files: Last-Modified of that version
     ObjectAttrs attrs;
     // Headers as the bucket has them (null: none known, or no marker for a directory).

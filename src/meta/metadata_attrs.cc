@@ -198,7 +198,7 @@ Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
   ObjectInfo info;
   info.key = n.is_dir ? dir_key(n.path) : file_key(n.path);
   info.size = n.is_dir ? 0 : n.size;
-  info.etag = n.etag;
+  info.etag = n.etag.str();
   info.mtime_sec = n.mtime_sec;
   return info;
 }
