@@ -227,6 +227,21 @@ class Metadata {
     uint64_t nlookup = 0;
     bool local = false;  // created here, not in the bucket yet
   };
+  // The path index holds nodes, hashed and compared by their own path: no second copy of it.
+  struct PathHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view path) const { return std::hash<std::string_view>{}(path); }
+    size_t operator()(const Node* n) const { return (*this)(n->path); }
+  };
+  struct PathEq {
+    using is_transparent = void;
+    static std::string_view path(std::string_view p) { return p; }
+    static std::string_view path(const Node* n) { return n->path; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return path(a) == path(b);
+    }
+  };
   struct CachedListing {
     DirListingPtr listing;
   };
@@ -288,6 +303,14 @@ class Metadata {
   void bound_known_locked();
   // A node with a new inode number for path, indexed by path; mu_ held.
   Node& new_node_locked(uint64_t parent, const std::string& path);
+  // The node indexed at path (null: none); mu_ held.
+  Node* node_at_locked(std::string_view path) const;
+  // True if n is the node indexed at its path (not unlinked, nor replaced); mu_ held.
+  bool indexed_locked(const Node& n) const;
+  // Makes n the node indexed at its path, in place of any other; mu_ held.
+  void index_node_locked(Node& n);
+  // Drops n from the path index, if it is the node indexed at its path; mu_ held.
+  void unindex_node_locked(const Node& n);
   // Path of a child of a known directory; mu_ held.
   Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
   // Replaces (or adds, or with remove drops) name's entry in dir_path's cached listing, if
@@ -322,7 +345,9 @@ class Metadata {
   mutable std::mutex mu_;  // protects everything below
   uint64_t next_ino_ = kRootIno + 1;
   std::unordered_map<uint64_t, Node> nodes_;
-  std::unordered_map<std::string, uint64_t> ino_by_path_;
+  // Nodes by path: the node each path names now (an unlinked or replaced one, still held by
+  // the kernel, is in nodes_ only). A node's path changes only while it is out of here.
+  std::unordered_set<Node*, PathHash, PathEq> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
   std::unordered_map<std::string, Known> known_;             // by known_key()

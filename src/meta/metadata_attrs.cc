@@ -27,7 +27,7 @@ void Metadata::bound_known_locked() {
   for (auto it = known_.begin(); it != known_.end();) {
     std::string path = it->first;
     if (!path.empty() && path.back() == '/') path.pop_back();
-    it = ino_by_path_.count(path) != 0 ? std::next(it) : known_.erase(it);
+    it = node_at_locked(path) != nullptr ? std::next(it) : known_.erase(it);
   }
 }
 
@@ -161,8 +161,7 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   n.etag = info.etag;
   n.mtime_sec = info.mtime_sec;
   n.validated_at = clock_.now();
-  auto pit = ino_by_path_.find(n.path);
-  if (pit == ino_by_path_.end() || pit->second != ino) return;
+  if (!indexed_locked(n)) return;
   DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, n.etag};
   edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
 }

@@ -10,11 +10,11 @@ TEST_CASE("Etag gives back every form byte for byte", "[etag]") {
   const std::string md5 = "0123456789abcdef0123456789abcdef";
   const char* forms[] = {
       "",
-      "0123456789abcdef0123456789abcdef",          // MD5: kept in place
-      "0123456789abcdef0123456789abcdef-1",        // multipart: in place with its part count
-      "0123456789abcdef0123456789abcdef-10000",    //
-      "0123456789abcdef0123456789abcdef-16777215", // the largest count kept in place
-      "0123456789abcdef0123456789abcdef-16777216", // the rest: a heap copy
+      "0123456789abcdef0123456789abcdef",           // MD5: kept in place
+      "0123456789abcdef0123456789abcdef-1",         // multipart: in place with its part count
+      "0123456789abcdef0123456789abcdef-10000",     //
+      "0123456789abcdef0123456789abcdef-16777215",  // the largest count kept in place
+      "0123456789abcdef0123456789abcdef-16777216",  // the rest: a heap copy
       "0123456789abcdef0123456789abcdef-0",
       "0123456789abcdef0123456789abcdef-01",
       "0123456789abcdef0123456789abcdef-",
