@@ -215,16 +215,18 @@ class Metadata {
   const MetaOptions& options() const { return options_; }
 
  private:
+  // One per path the kernel holds. The 8-byte fields come first and the flags after the
+  // 20-byte ETag, so no padding is spent between them.
   struct Node {
     uint64_t ino = 0;
     uint64_t parent = 0;
     std::string path;  // relative to the prefix: "" for the root, "a/b" below it
-    bool is_dir = false;
     uint64_t size = 0;
     int64_t mtime_sec = 0;
-    Etag etag;
     std::chrono::steady_clock::time_point validated_at;
     uint64_t nlookup = 0;
+    Etag etag;
+    bool is_dir = false;
     bool local = false;  // created here, not in the bucket yet
   };
   // The path index holds nodes, hashed and compared by their own path: no second copy of it.
