@@ -137,6 +137,7 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
   } while (true);
   std::sort(listing->entries.begin(), listing->entries.end(),
             [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  listing->entries.shrink_to_fit();  // kept for the TTL: no spare capacity
   std::string encoded;
   if (index_) {
     encoded = encode_listing(
@@ -318,18 +319,20 @@ void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view
   unindex_locked(dir_path);
   auto lit = listings_.find(dir_path);
   if (lit == listings_.end()) return;
-  auto edited = std::make_shared<DirListing>(*lit->second.listing);
-  auto& v = edited->entries;
+  const DirListing& old = *lit->second.listing;
+  const auto& v = old.entries;
   auto it = std::lower_bound(v.begin(), v.end(), name,
                              [](const DirEntry& a, std::string_view b) { return a.name < b; });
   const bool found = it != v.end() && it->name == name;
-  if (entry == nullptr) {
-    if (found) v.erase(it);
-  } else if (found) {
-    *it = *entry;
-  } else {
-    v.insert(it, *entry);
-  }
+  // Built at its size (a copy and an insert would double the vector's capacity).
+  auto edited = std::make_shared<DirListing>();
+  edited->listed_at = old.listed_at;
+  edited->said_at = old.said_at;
+  auto& out = edited->entries;
+  out.reserve(v.size() - (found ? 1 : 0) + (entry != nullptr ? 1 : 0));
+  out.insert(out.end(), v.begin(), it);
+  if (entry != nullptr) out.push_back(*entry);
+  out.insert(out.end(), found ? it + 1 : it, v.end());
   lit->second.listing = std::move(edited);
 }
 

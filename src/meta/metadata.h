@@ -53,6 +53,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -91,12 +92,23 @@ struct NodeAttr {
   bool unlinked = false;  // removed (or replaced) while the kernel still holds it
 };
 
+// A listing holds one per entry, so its fields are in an order that spends no padding; the
+// constructor takes them in the order they are usually written.
 struct DirEntry {
+  DirEntry() = default;
+  DirEntry(std::string name_, bool is_dir_ = false, uint64_t size_ = 0, int64_t mtime_sec_ = 0,
+           Etag etag_ = {})
+      : name(std::move(name_)),
+        size(size_),
+        mtime_sec(mtime_sec_),
+        etag(std::move(etag_)),
+        is_dir(is_dir_) {}
+
   std::string name;
-  bool is_dir = false;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   Etag etag;  // files only
+  bool is_dir = false;
 };
 
 // One directory's entries, sorted by name, as listed at one moment.
