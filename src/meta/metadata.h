@@ -312,6 +312,10 @@ class Metadata {
   void ensure_known(const std::string& path, DirEntry& e);
   // HEADs what of a listing known_ lacks, kAttrHeadThreads at a time.
   void fetch_attrs(const std::string& dir_path, const DirListing& listing);
+  // Headers equal to the ones recorded last share their copy (the objects of a tree mostly
+  // carry the same: one allocation, not one per object); mu_ held.
+  std::shared_ptr<const ObjectHeaders> shared_headers_locked(const std::string& content_type,
+                                                             const UserMetadata& metadata);
   // Records what a HEAD of a file said; mu_ held.
   void record_head_locked(const std::string& path, const ObjectInfo& info);
   void bound_known_locked();
@@ -365,6 +369,7 @@ class Metadata {
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
   std::unordered_map<std::string, Known> known_;             // by known_key()
+  std::shared_ptr<const ObjectHeaders> last_headers_;        // shared_headers_locked()
   std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;

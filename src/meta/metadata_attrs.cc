@@ -31,6 +31,15 @@ void Metadata::bound_known_locked() {
   }
 }
 
+std::shared_ptr<const ObjectHeaders> Metadata::shared_headers_locked(
+    const std::string& content_type, const UserMetadata& metadata) {
+  const auto& last = last_headers_;
+  if (!last || last->content_type != content_type || last->metadata != metadata) {
+    last_headers_ = std::make_shared<const ObjectHeaders>(ObjectHeaders{content_type, metadata});
+  }
+  return last_headers_;
+}
+
 void Metadata::record_head_locked(const std::string& path, const ObjectInfo& info) {
   bound_known_locked();
   Known& k = known_[known_key(path, false)];
@@ -38,7 +47,7 @@ void Metadata::record_head_locked(const std::string& path, const ObjectInfo& inf
   k.etag = info.etag;
   k.last_modified = info.mtime_sec;
   k.attrs = attrs_from_metadata(info.metadata);
-  k.stored = std::make_shared<const ObjectHeaders>(ObjectHeaders{info.content_type, info.metadata});
+  k.stored = shared_headers_locked(info.content_type, info.metadata);
 }
 
 void Metadata::ensure_known(const std::string& path, DirEntry& e) {
@@ -59,8 +68,7 @@ void Metadata::ensure_known(const std::string& path, DirEntry& e) {
     Known& k = known_[known_key(path, true)];
     if (head.is_ok()) {
       k.attrs = attrs_from_metadata(head->metadata);
-      k.stored =
-          std::make_shared<const ObjectHeaders>(ObjectHeaders{head->content_type, head->metadata});
+      k.stored = shared_headers_locked(head->content_type, head->metadata);
     } else {
       k = Known{};
     }
