@@ -266,7 +266,8 @@ class Metadata {
     ObjectAttrs attrs;
     // Headers as the bucket has them (null: none known, or no marker for a directory).
     std::shared_ptr<const ObjectHeaders> stored;
-    std::optional<std::string> link_target;  // symlinks, once read
+    // Symlinks, once read (a pointer: one per path known, and most are not symlinks).
+    std::unique_ptr<const std::string> link_target;
   };
   static constexpr size_t kMaxKnown = 1 << 18;      // entries kept (cleared past it)
   static constexpr unsigned kAttrHeadThreads = 16;  // HEADs at once when listing

@@ -127,7 +127,7 @@ Result<NodeAttr> Metadata::add_object(uint64_t parent, std::string_view name,
     bound_known_locked();
     known_[known_key(path, false)] =
         Known{info.etag, info.mtime_sec, attrs_from_metadata(headers.metadata),
-              std::make_shared<const ObjectHeaders>(headers), std::nullopt};
+              std::make_shared<const ObjectHeaders>(headers), nullptr};
     DirEntry e{std::string(name), false, info.size, info.mtime_sec, info.etag};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));
@@ -216,7 +216,8 @@ std::optional<std::string> Metadata::link_target(uint64_t ino) {
   if (it == nodes_.end()) return std::nullopt;
   auto kit = known_.find(known_key(it->second.path, false));
   if (kit == known_.end()) return std::nullopt;
-  return kit->second.link_target;
+  if (!kit->second.link_target) return std::nullopt;
+  return *kit->second.link_target;
 }
 
 void Metadata::set_link_target(uint64_t ino, std::string target) {
@@ -224,7 +225,9 @@ void Metadata::set_link_target(uint64_t ino, std::string target) {
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return;
   auto kit = known_.find(known_key(it->second.path, false));
-  if (kit != known_.end()) kit->second.link_target = std::move(target);
+  if (kit != known_.end()) {
+    kit->second.link_target = std::make_unique<const std::string>(std::move(target));
+  }
 }
 
 }  // namespace warmfs
