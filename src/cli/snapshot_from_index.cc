@@ -47,7 +47,7 @@ Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& s
       if (e.is_dir) {
         pending.push_back(base + e.name);
       } else {
-        WARMFS_RETURN_IF_ERROR(builder.add(base + e.name, e.size, e.mtime_sec, e.etag));
+        WARMFS_RETURN_IF_ERROR(builder.add(base + e.name, e.size, e.mtime_sec, e.etag.str()));
       }
     }
   }

@@ -80,17 +80,18 @@ std::string encode_listing(const std::vector<DirEntry>& entries, int64_t listed_
       out.push_back(static_cast<char>(kFlagDir));
       continue;
     }
-    const bool md5 = is_md5_etag(e.etag);
+    const std::string etag = e.etag.str();
+    const bool md5 = is_md5_etag(etag);
     out.push_back(static_cast<char>(md5 ? kFlagMd5Etag : 0));
     put_varint(out, e.size);
     put_varint(out, zigzag(e.mtime_sec));
     if (md5) {
       for (size_t i = 1; i < 33; i += 2) {
-        out.push_back(static_cast<char>(hex_value(e.etag[i]) << 4 | hex_value(e.etag[i + 1])));
+        out.push_back(static_cast<char>(hex_value(etag[i]) << 4 | hex_value(etag[i + 1])));
       }
     } else {
-      put_varint(out, e.etag.size());
-      out.append(e.etag);
+      put_varint(out, etag.size());
+      out.append(etag);
     }
   }
   return out;
@@ -132,17 +133,19 @@ std::optional<IndexedListing> decode_listing(std::string_view in) {
       std::string_view etag;
       if (flags & kFlagMd5Etag) {
         if (!take(in, 16, &etag)) return std::nullopt;
-        e.etag.reserve(34);
-        e.etag.push_back('"');
+        std::string quoted;
+        quoted.reserve(34);
+        quoted.push_back('"');
         for (char c : etag) {
-          e.etag.push_back(kHex[static_cast<uint8_t>(c) >> 4]);
-          e.etag.push_back(kHex[static_cast<uint8_t>(c) & 0xf]);
+          quoted.push_back(kHex[static_cast<uint8_t>(c) >> 4]);
+          quoted.push_back(kHex[static_cast<uint8_t>(c) & 0xf]);
         }
-        e.etag.push_back('"');
+        quoted.push_back('"');
+        e.etag = quoted;
       } else {
         uint64_t etag_len = 0;
         if (!get_varint(in, &etag_len) || !take(in, etag_len, &etag)) return std::nullopt;
-        e.etag = std::string(etag);
+        e.etag = etag;
       }
     }
     l.entries.push_back(std::move(e));

@@ -28,8 +28,7 @@ Metadata::Metadata(ObjectStore& store, Clock& clock, MetaOptions options)
   root.is_dir = true;
   root.nlookup = 1;
   root.validated_at = clock_.now();
-  nodes_.emplace(kRootIno, root);
-  ino_by_path_.emplace("", kRootIno);
+  ino_by_path_.insert(&nodes_.emplace(kRootIno, root).first->second);
 }
 
 std::string Metadata::child_path(std::string_view parent, std::string_view name) {
@@ -55,10 +54,9 @@ NodeAttr Metadata::attr_of(const Node& n) const {
   a.is_dir = n.is_dir;
   a.size = n.is_dir ? 0 : n.size;
   a.mtime_sec = n.is_dir ? options_.dir_mtime_sec : n.mtime_sec;
-  a.etag = n.etag;
+  a.etag = n.etag.str();
   if (n.ino != kRootIno) {
-    auto pit = ino_by_path_.find(n.path);
-    a.unlinked = pit == ino_by_path_.end() || pit->second != n.ino;
+    a.unlinked = !indexed_locked(n);
   }
   if (auto it = known_.find(known_key(n.path, n.is_dir)); it != known_.end()) {
     a.attrs = it->second.attrs;
@@ -73,9 +71,9 @@ NodeAttr Metadata::attr_of(const Node& n) const {
 }
 
 void Metadata::touch_dir_locked(std::string_view dir_path) {
-  auto it = ino_by_path_.find(std::string(dir_path));
-  if (it == ino_by_path_.end()) return;
-  nodes_.at(it->second).mtime_sec = std::chrono::system_clock::to_time_t(clock_.wall_now());
+  Node* n = node_at_locked(dir_path);
+  if (n == nullptr) return;
+  n->mtime_sec = std::chrono::system_clock::to_time_t(clock_.wall_now());
 }
 
 Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int max_pages) {
@@ -139,6 +137,7 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
   } while (true);
   std::sort(listing->entries.begin(), listing->entries.end(),
             [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  listing->entries.shrink_to_fit();  // kept for the TTL: no spare capacity
   std::string encoded;
   if (index_) {
     encoded = encode_listing(
@@ -194,23 +193,39 @@ Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& pa
   fresh_node.parent = parent;
   fresh_node.path = path;
   auto [it, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
-  ino_by_path_[path] = it->first;
+  index_node_locked(it->second);
   return it->second;
+}
+
+Metadata::Node* Metadata::node_at_locked(std::string_view path) const {
+  auto it = ino_by_path_.find(path);
+  return it == ino_by_path_.end() ? nullptr : *it;
+}
+
+bool Metadata::indexed_locked(const Node& n) const { return node_at_locked(n.path) == &n; }
+
+void Metadata::index_node_locked(Node& n) {
+  if (auto it = ino_by_path_.find(std::string_view(n.path)); it != ino_by_path_.end()) {
+    if (*it == &n) return;
+    ino_by_path_.erase(it);
+  }
+  ino_by_path_.insert(&n);
+}
+
+void Metadata::unindex_node_locked(const Node& n) {
+  auto it = ino_by_path_.find(std::string_view(n.path));
+  if (it != ino_by_path_.end() && *it == &n) ino_by_path_.erase(it);
 }
 
 NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                                std::chrono::steady_clock::time_point seen_at) {
   std::lock_guard lock(mu_);
-  auto it = ino_by_path_.find(path);
-  Node* n = nullptr;
-  if (it != ino_by_path_.end()) {
-    n = &nodes_.at(it->second);
-    if (n->is_dir != e.is_dir) {
-      // The path changed kind in the bucket: give it a new inode so the kernel does not
-      // mix the two.
-      ino_by_path_.erase(it);
-      n = nullptr;
-    }
+  Node* n = node_at_locked(path);
+  if (n != nullptr && n->is_dir != e.is_dir) {
+    // The path changed kind in the bucket: give it a new inode so the kernel does not mix
+    // the two.
+    unindex_node_locked(*n);
+    n = nullptr;
   }
   if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = e.is_dir;
@@ -237,13 +252,9 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     if (!pit->second.is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
     parent_path = pit->second.path;
     path = child_path(parent_path, name);
-    auto nit = ino_by_path_.find(path);
-    if (nit != ino_by_path_.end()) {
-      Node& n = nodes_.at(nit->second);
-      if (n.local) {
-        ++n.nlookup;
-        return attr_of(n);
-      }
+    if (Node* n = node_at_locked(path); n != nullptr && n->local) {
+      ++n->nlookup;
+      return attr_of(*n);
     }
     auto lit = listings_.find(pit->second.path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
@@ -308,18 +319,20 @@ void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view
   unindex_locked(dir_path);
   auto lit = listings_.find(dir_path);
   if (lit == listings_.end()) return;
-  auto edited = std::make_shared<DirListing>(*lit->second.listing);
-  auto& v = edited->entries;
+  const DirListing& old = *lit->second.listing;
+  const auto& v = old.entries;
   auto it = std::lower_bound(v.begin(), v.end(), name,
                              [](const DirEntry& a, std::string_view b) { return a.name < b; });
   const bool found = it != v.end() && it->name == name;
-  if (entry == nullptr) {
-    if (found) v.erase(it);
-  } else if (found) {
-    *it = *entry;
-  } else {
-    v.insert(it, *entry);
-  }
+  // Built at its size (a copy and an insert would double the vector's capacity).
+  auto edited = std::make_shared<DirListing>();
+  edited->listed_at = old.listed_at;
+  edited->said_at = old.said_at;
+  auto& out = edited->entries;
+  out.reserve(v.size() - (found ? 1 : 0) + (entry != nullptr ? 1 : 0));
+  out.insert(out.end(), v.begin(), it);
+  if (entry != nullptr) out.push_back(*entry);
+  out.insert(out.end(), found ? it + 1 : it, v.end());
   lit->second.listing = std::move(edited);
 }
 
@@ -343,14 +356,13 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   std::lock_guard lock(mu_);
   WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
   bound_known_locked();
-  known_[known_key(path, false)] = Known{"", 0, attrs, nullptr, std::nullopt};
-  auto it = ino_by_path_.find(path);
-  Node* n = nullptr;
-  if (it != ino_by_path_.end() && !nodes_.at(it->second).is_dir) n = &nodes_.at(it->second);
+  known_[known_key(path, false)] = Known{"", 0, attrs, nullptr, nullptr};
+  Node* n = node_at_locked(path);
+  if (n != nullptr && n->is_dir) n = nullptr;
   if (n == nullptr) n = &new_node_locked(parent, path);
   n->is_dir = false;
   n->size = 0;
-  n->etag.clear();
+  n->etag = Etag();
   n->mtime_sec = mtime_sec;
   n->validated_at = clock_.now();
   n->local = true;
@@ -370,7 +382,7 @@ Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name, const
     WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
     bound_known_locked();
     known_[known_key(path, true)] =
-        Known{"", 0, attrs, std::make_shared<const ObjectHeaders>(headers), std::nullopt};
+        Known{"", 0, attrs, std::make_shared<const ObjectHeaders>(headers), nullptr};
     DirEntry e{std::string(name), true, 0, options_.dir_mtime_sec, ""};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));
@@ -396,8 +408,7 @@ void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag
   n.validated_at = clock_.now();
   n.local = false;
   local_inos_.erase(ino);
-  auto pit = ino_by_path_.find(n.path);
-  if (pit == ino_by_path_.end() || pit->second != ino) return;  // unlinked meanwhile
+  if (!indexed_locked(n)) return;  // unlinked meanwhile
   // The upload carried the attributes (headers_for()): they belong to the new version.
   Known& k = known_[known_key(n.path, false)];
   k.etag = etag;
@@ -413,9 +424,8 @@ void Metadata::local_abandoned(uint64_t ino) {
   Node& n = it->second;
   n.local = false;
   local_inos_.erase(ino);
-  auto pit = ino_by_path_.find(n.path);
-  if (pit == ino_by_path_.end() || pit->second != ino) return;
-  ino_by_path_.erase(pit);
+  if (!indexed_locked(n)) return;
+  unindex_node_locked(n);
   edit_listing_locked(std::string(dir_name(n.path)), base_name(n.path), nullptr);
 }
 
@@ -423,11 +433,10 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
   std::lock_guard lock(mu_);
   auto path = child_path_locked(parent, name);
   if (!path.is_ok()) return;
-  auto it = ino_by_path_.find(*path);
-  if (it != ino_by_path_.end()) {
-    local_inos_.erase(it->second);
-    nodes_.at(it->second).local = false;
-    ino_by_path_.erase(it);  // the node itself lives until the kernel forgets it
+  if (Node* n = node_at_locked(*path); n != nullptr) {
+    local_inos_.erase(n->ino);
+    n->local = false;
+    unindex_node_locked(*n);  // the node itself lives until the kernel forgets it
   }
   known_.erase(known_key(*path, false));
   known_.erase(known_key(*path, true));
@@ -451,19 +460,17 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   auto from = child_path_locked(parent, name);
   auto to = child_path_locked(new_parent, new_name);
   if (!from.is_ok() || !to.is_ok()) return;
-  auto dst = ino_by_path_.find(*to);
-  if (dst != ino_by_path_.end()) {
-    local_inos_.erase(dst->second);
-    ino_by_path_.erase(dst);
+  if (Node* dst = node_at_locked(*to); dst != nullptr) {
+    local_inos_.erase(dst->ino);
+    unindex_node_locked(*dst);
   }
-  auto src = ino_by_path_.find(*from);
-  if (src == ino_by_path_.end()) return;
-  const uint64_t ino = src->second;
-  ino_by_path_.erase(src);
-  Node& n = nodes_.at(ino);
+  Node* src = node_at_locked(*from);
+  if (src == nullptr) return;
+  Node& n = *src;
+  unindex_node_locked(n);
   n.path = *to;
   n.parent = new_parent;
-  ino_by_path_[*to] = ino;
+  index_node_locked(n);
   // The attributes go with the object (a copy keeps its metadata); below a directory too.
   known_.erase(known_key(*to, false));
   known_.erase(known_key(*to, true));
@@ -494,11 +501,10 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
     // the kernel) move too, but must not take the path back from the node that has it.
     for (auto& [child_ino, child] : nodes_) {
       if (child.path.rfind(old_prefix, 0) != 0) continue;
-      auto cit = ino_by_path_.find(child.path);
-      const bool indexed = cit != ino_by_path_.end() && cit->second == child_ino;
-      if (indexed) ino_by_path_.erase(cit);
+      const bool indexed = indexed_locked(child);
+      if (indexed) unindex_node_locked(child);
       child.path = *to + "/" + child.path.substr(old_prefix.size());
-      if (indexed) ino_by_path_[child.path] = child_ino;
+      if (indexed) index_node_locked(child);
     }
     unindex_locked(*from, true);
     unindex_locked(*to, true);
@@ -552,8 +558,7 @@ void Metadata::forget(uint64_t ino, uint64_t n) {
   Node& node = it->second;
   node.nlookup = n >= node.nlookup ? 0 : node.nlookup - n;
   if (node.nlookup > 0) return;
-  auto pit = ino_by_path_.find(node.path);
-  if (pit != ino_by_path_.end() && pit->second == ino) ino_by_path_.erase(pit);
+  unindex_node_locked(node);
   local_inos_.erase(ino);
   nodes_.erase(it);
 }
@@ -583,7 +588,7 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   if (it->second.path == path) record_head_locked(path, info);
   Node& n = it->second;
   if (n.etag != info.etag) {
-    log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag, info.etag);
+    log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag.str(), info.etag);
   }
   n.size = info.size;
   n.etag = info.etag;

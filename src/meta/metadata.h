@@ -53,10 +53,12 @@
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
 #include "common/thread_pool.h"
+#include "meta/etag.h"
 #include "meta/object_attrs.h"
 #include "objstore/object_store.h"
 #include "warmfs/result.h"
@@ -90,12 +92,23 @@ struct NodeAttr {
   bool unlinked = false;  // removed (or replaced) while the kernel still holds it
 };
 
+// A listing holds one per entry, so its fields are in an order that spends no padding; the
+// constructor takes them in the order they are usually written.
 struct DirEntry {
+  DirEntry() = default;
+  DirEntry(std::string name_, bool is_dir_ = false, uint64_t size_ = 0, int64_t mtime_sec_ = 0,
+           Etag etag_ = {})
+      : name(std::move(name_)),
+        size(size_),
+        mtime_sec(mtime_sec_),
+        etag(std::move(etag_)),
+        is_dir(is_dir_) {}
+
   std::string name;
-  bool is_dir = false;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
-  std::string etag;
+  Etag etag;  // files only
+  bool is_dir = false;
 };
 
 // One directory's entries, sorted by name, as listed at one moment.
@@ -214,29 +227,47 @@ class Metadata {
   const MetaOptions& options() const { return options_; }
 
  private:
+  // One per path the kernel holds. The 8-byte fields come first and the flags after the
+  // 20-byte ETag, so no padding is spent between them.
   struct Node {
     uint64_t ino = 0;
     uint64_t parent = 0;
     std::string path;  // relative to the prefix: "" for the root, "a/b" below it
-    bool is_dir = false;
     uint64_t size = 0;
     int64_t mtime_sec = 0;
-    std::string etag;
     std::chrono::steady_clock::time_point validated_at;
     uint64_t nlookup = 0;
+    Etag etag;
+    bool is_dir = false;
     bool local = false;  // created here, not in the bucket yet
+  };
+  // The path index holds nodes, hashed and compared by their own path: no second copy of it.
+  struct PathHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view path) const { return std::hash<std::string_view>{}(path); }
+    size_t operator()(const Node* n) const { return (*this)(n->path); }
+  };
+  struct PathEq {
+    using is_transparent = void;
+    static std::string_view path(std::string_view p) { return p; }
+    static std::string_view path(const Node* n) { return n->path; }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return path(a) == path(b);
+    }
   };
   struct CachedListing {
     DirListingPtr listing;
   };
   // Attributes of one path (a directory's as "path/"), for the version they were read of.
   struct Known {
-    std::string etag;           // files: the version (with last_modified) they belong to
+    Etag etag;                  // files: the version (with last_modified) they belong to
     int64_t last_modified = 0;  // files: Last-Modified of that version
     ObjectAttrs attrs;
     // Headers as the bucket has them (null: none known, or no marker for a directory).
     std::shared_ptr<const ObjectHeaders> stored;
-    std::optional<std::string> link_target;  // symlinks, once read
+    // Symlinks, once read (a pointer: one per path known, and most are not symlinks).
+    std::unique_ptr<const std::string> link_target;
   };
   static constexpr size_t kMaxKnown = 1 << 18;      // entries kept (cleared past it)
   static constexpr unsigned kAttrHeadThreads = 16;  // HEADs at once when listing
@@ -282,11 +313,23 @@ class Metadata {
   void ensure_known(const std::string& path, DirEntry& e);
   // HEADs what of a listing known_ lacks, kAttrHeadThreads at a time.
   void fetch_attrs(const std::string& dir_path, const DirListing& listing);
+  // Headers equal to the ones recorded last share their copy (the objects of a tree mostly
+  // carry the same: one allocation, not one per object); mu_ held.
+  std::shared_ptr<const ObjectHeaders> shared_headers_locked(const std::string& content_type,
+                                                             const UserMetadata& metadata);
   // Records what a HEAD of a file said; mu_ held.
   void record_head_locked(const std::string& path, const ObjectInfo& info);
   void bound_known_locked();
   // A node with a new inode number for path, indexed by path; mu_ held.
   Node& new_node_locked(uint64_t parent, const std::string& path);
+  // The node indexed at path (null: none); mu_ held.
+  Node* node_at_locked(std::string_view path) const;
+  // True if n is the node indexed at its path (not unlinked, nor replaced); mu_ held.
+  bool indexed_locked(const Node& n) const;
+  // Makes n the node indexed at its path, in place of any other; mu_ held.
+  void index_node_locked(Node& n);
+  // Drops n from the path index, if it is the node indexed at its path; mu_ held.
+  void unindex_node_locked(const Node& n);
   // Path of a child of a known directory; mu_ held.
   Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
   // Replaces (or adds, or with remove drops) name's entry in dir_path's cached listing, if
@@ -321,10 +364,13 @@ class Metadata {
   mutable std::mutex mu_;  // protects everything below
   uint64_t next_ino_ = kRootIno + 1;
   std::unordered_map<uint64_t, Node> nodes_;
-  std::unordered_map<std::string, uint64_t> ino_by_path_;
+  // Nodes by path: the node each path names now (an unlinked or replaced one, still held by
+  // the kernel, is in nodes_ only). A node's path changes only while it is out of here.
+  std::unordered_set<Node*, PathHash, PathEq> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
   std::unordered_map<std::string, Known> known_;             // by known_key()
+  std::shared_ptr<const ObjectHeaders> last_headers_;        // shared_headers_locked()
   std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;

@@ -27,8 +27,17 @@ void Metadata::bound_known_locked() {
   for (auto it = known_.begin(); it != known_.end();) {
     std::string path = it->first;
     if (!path.empty() && path.back() == '/') path.pop_back();
-    it = ino_by_path_.count(path) != 0 ? std::next(it) : known_.erase(it);
+    it = node_at_locked(path) != nullptr ? std::next(it) : known_.erase(it);
   }
+}
+
+std::shared_ptr<const ObjectHeaders> Metadata::shared_headers_locked(
+    const std::string& content_type, const UserMetadata& metadata) {
+  const auto& last = last_headers_;
+  if (!last || last->content_type != content_type || last->metadata != metadata) {
+    last_headers_ = std::make_shared<const ObjectHeaders>(ObjectHeaders{content_type, metadata});
+  }
+  return last_headers_;
 }
 
 void Metadata::record_head_locked(const std::string& path, const ObjectInfo& info) {
@@ -38,7 +47,7 @@ void Metadata::record_head_locked(const std::string& path, const ObjectInfo& inf
   k.etag = info.etag;
   k.last_modified = info.mtime_sec;
   k.attrs = attrs_from_metadata(info.metadata);
-  k.stored = std::make_shared<const ObjectHeaders>(ObjectHeaders{info.content_type, info.metadata});
+  k.stored = shared_headers_locked(info.content_type, info.metadata);
 }
 
 void Metadata::ensure_known(const std::string& path, DirEntry& e) {
@@ -59,8 +68,7 @@ void Metadata::ensure_known(const std::string& path, DirEntry& e) {
     Known& k = known_[known_key(path, true)];
     if (head.is_ok()) {
       k.attrs = attrs_from_metadata(head->metadata);
-      k.stored =
-          std::make_shared<const ObjectHeaders>(ObjectHeaders{head->content_type, head->metadata});
+      k.stored = shared_headers_locked(head->content_type, head->metadata);
     } else {
       k = Known{};
     }
@@ -119,7 +127,7 @@ Result<NodeAttr> Metadata::add_object(uint64_t parent, std::string_view name,
     bound_known_locked();
     known_[known_key(path, false)] =
         Known{info.etag, info.mtime_sec, attrs_from_metadata(headers.metadata),
-              std::make_shared<const ObjectHeaders>(headers), std::nullopt};
+              std::make_shared<const ObjectHeaders>(headers), nullptr};
     DirEntry e{std::string(name), false, info.size, info.mtime_sec, info.etag};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));
@@ -161,8 +169,7 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   n.etag = info.etag;
   n.mtime_sec = info.mtime_sec;
   n.validated_at = clock_.now();
-  auto pit = ino_by_path_.find(n.path);
-  if (pit == ino_by_path_.end() || pit->second != ino) return;
+  if (!indexed_locked(n)) return;
   DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, n.etag};
   edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
 }
@@ -198,7 +205,7 @@ Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
   ObjectInfo info;
   info.key = n.is_dir ? dir_key(n.path) : file_key(n.path);
   info.size = n.is_dir ? 0 : n.size;
-  info.etag = n.etag;
+  info.etag = n.etag.str();
   info.mtime_sec = n.mtime_sec;
   return info;
 }
@@ -209,7 +216,8 @@ std::optional<std::string> Metadata::link_target(uint64_t ino) {
   if (it == nodes_.end()) return std::nullopt;
   auto kit = known_.find(known_key(it->second.path, false));
   if (kit == known_.end()) return std::nullopt;
-  return kit->second.link_target;
+  if (!kit->second.link_target) return std::nullopt;
+  return *kit->second.link_target;
 }
 
 void Metadata::set_link_target(uint64_t ino, std::string target) {
@@ -217,7 +225,9 @@ void Metadata::set_link_target(uint64_t ino, std::string target) {
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return;
   auto kit = known_.find(known_key(it->second.path, false));
-  if (kit != known_.end()) kit->second.link_target = std::move(target);
+  if (kit != known_.end()) {
+    kit->second.link_target = std::make_unique<const std::string>(std::move(target));
+  }
 }
 
 }  // namespace warmfs
