@@ -564,6 +564,7 @@ void Metadata::forget(uint64_t ino, uint64_t n) {
 }
 
 Result<NodeAttr> Metadata::getattr(uint64_t ino) {
+  if (ino == kRootIno) ensure_root_known();  // one HEAD per mount, at the first
   std::lock_guard lock(mu_);
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");

@@ -311,6 +311,8 @@ class Metadata {
   // Makes sure known_ has the attributes of path's entry e (a HEAD if not, when
   // object_attrs); e is updated if the HEAD finds a newer version. Locks mu_.
   void ensure_known(const std::string& path, DirEntry& e);
+  // The same for the mount's root: the attributes on the prefix's own marker. Locks mu_.
+  void ensure_root_known();
   // HEADs what of a listing known_ lacks, kAttrHeadThreads at a time.
   void fetch_attrs(const std::string& dir_path, const DirListing& listing);
   // Headers equal to the ones recorded last share their copy (the objects of a tree mostly

@@ -50,8 +50,15 @@ void Metadata::record_head_locked(const std::string& path, const ObjectInfo& inf
   k.stored = shared_headers_locked(info.content_type, info.metadata);
 }
 
+void Metadata::ensure_root_known() {
+  // The mount's root is the prefix's own "prefix/" marker (a bucket's root has none).
+  if (!options_.object_attrs || options_.prefix.empty()) return;
+  DirEntry root{"", true, 0, options_.dir_mtime_sec, ""};
+  ensure_known("", root);
+}
+
 void Metadata::ensure_known(const std::string& path, DirEntry& e) {
-  if (!options_.object_attrs || path.empty()) return;
+  if (!options_.object_attrs || (path.empty() && (!e.is_dir || options_.prefix.empty()))) return;
   {
     std::lock_guard lock(mu_);
     if (known_fresh_locked(path, e)) return;

@@ -85,6 +85,8 @@ class Attributes(harness.WarmfsTestCase):
         (src / "sub" / "deep").write_bytes(b"deep")
         os.utime(src / "sub" / "deep", (1_500_000_000, 1_500_000_000))
         os.symlink("f0", src / "link")
+        # The root's time set well apart from the mount's, so a remount that lost it shows.
+        os.utime(src, (1_400_000_000, 1_400_000_000))
         m = self.mount(MOTO, f"s3://{BUCKET}/rsync")
         first = run(["rsync", "-a", "-i", f"{src}/", f"{m.path}/"])
         self.assertIn("f0", first)

@@ -316,3 +316,33 @@ TEST_CASE("a directory's times set after changes in it are what it shows, until 
   CHECK(changed->mtime_sec == t0 + 120);
   CHECK_FALSE(changed->attrs.mtime.has_value());
 }
+
+TEST_CASE("a prefix mount's root shows the attributes on the prefix's marker, after a remount too",
+          "[meta][attrs]") {
+  Fixture f("p/", true);
+  f.bucket.put_object("p/f", "1");
+  ObjectAttrs set;
+  set.mode = 040750;
+  set.mtime = Timespec{1500000000, 0};
+  ObjectHeaders headers;
+  attrs_to_metadata(set, headers.metadata);
+  f.bucket.put_object("p/", "");
+  f.bucket.set_metadata("p/", headers.metadata);
+  for (int i = 0; i < 2; ++i) {
+    auto root = f.meta->getattr(kRootIno);
+    REQUIRE(root.is_ok());
+    REQUIRE(root->attrs.mtime.has_value());
+    CHECK(root->attrs.mtime->sec == 1500000000);
+    CHECK(root->attrs.mode == 040750u);
+  }
+  CHECK(f.store.call_count(FaultInjectingStore::Op::kHead) == 1);  // once per mount
+  // Without a marker, or for a whole bucket, the root shows the mount's defaults.
+  Fixture bare("q/", true);
+  bare.bucket.put_object("q/f", "1");
+  auto root = bare.meta->getattr(kRootIno);
+  REQUIRE(root.is_ok());
+  CHECK_FALSE(root->attrs.mtime.has_value());
+  Fixture whole("", true);
+  REQUIRE(whole.meta->getattr(kRootIno).is_ok());
+  CHECK(whole.store.call_count(FaultInjectingStore::Op::kHead) == 0);
+}
