@@ -8,7 +8,9 @@ namespace {
 constexpr uint8_t kListingVersion1 = 1;
 constexpr uint8_t kFlagDir = 1;
 constexpr uint8_t kFlagMd5Etag = 2;  // the ETag is "<32 lowercase hex>": stored as 16 bytes
-constexpr uint8_t kKnownFlags = kFlagDir | kFlagMd5Etag;
+// The ETag is <32 lowercase hex> without quotes (as the object store gives it): 16 bytes.
+constexpr uint8_t kFlagBareMd5Etag = 4;
+constexpr uint8_t kKnownFlags = kFlagDir | kFlagMd5Etag | kFlagBareMd5Etag;
 
 void put_varint(std::string& out, uint64_t v) {
   while (v >= 0x80) {
@@ -80,6 +82,13 @@ std::string encode_listing(const std::vector<DirEntry>& entries, int64_t listed_
       out.push_back(static_cast<char>(kFlagDir));
       continue;
     }
+    if (const unsigned char* digest = e.etag.md5()) {
+      out.push_back(static_cast<char>(kFlagBareMd5Etag));
+      put_varint(out, e.size);
+      put_varint(out, zigzag(e.mtime_sec));
+      out.append(reinterpret_cast<const char*>(digest), 16);
+      continue;
+    }
     const std::string etag = e.etag.str();
     const bool md5 = is_md5_etag(etag);
     out.push_back(static_cast<char>(md5 ? kFlagMd5Etag : 0));
@@ -124,14 +133,18 @@ std::optional<IndexedListing> decode_listing(std::string_view in) {
     std::string_view flags_byte;
     if (!take(in, 1, &flags_byte)) return std::nullopt;
     const auto flags = static_cast<uint8_t>(flags_byte.front());
-    if ((flags & ~kKnownFlags) != 0 || flags == (kFlagDir | kFlagMd5Etag)) return std::nullopt;
+    // At most one of the flags: a directory has no ETag, an ETag one form.
+    if ((flags & ~kKnownFlags) != 0 || (flags & (flags - 1)) != 0) return std::nullopt;
     e.is_dir = (flags & kFlagDir) != 0;
     if (!e.is_dir) {
       uint64_t mtime = 0;
       if (!get_varint(in, &e.size) || !get_varint(in, &mtime)) return std::nullopt;
       e.mtime_sec = unzigzag(mtime);
       std::string_view etag;
-      if (flags & kFlagMd5Etag) {
+      if (flags & kFlagBareMd5Etag) {
+        if (!take(in, 16, &etag)) return std::nullopt;
+        e.etag = Etag::from_md5(reinterpret_cast<const unsigned char*>(etag.data()));
+      } else if (flags & kFlagMd5Etag) {
         if (!take(in, 16, &etag)) return std::nullopt;
         std::string quoted;
         quoted.reserve(34);
