@@ -100,6 +100,14 @@ void MountCommand::register_options(CLI::App& parent) {
   app->add_option("--log-file", args.log_file,
                   "Append logs here (default: stderr in the foreground, else syslog)");
   app->add_flag("-f,--foreground", args.foreground, "Stay attached to the terminal");
+  app->add_flag("--restartable", args.restartable,
+                "Keep the mount across daemon restarts and crashes: `warmfs restart MOUNTPOINT` "
+                "replaces the daemon (docs/reliability.md)");
+  // Set by a restartable mount's supervisor for the daemon it runs (cli/supervisor.h).
+  app->add_option("--session-fd", args.session_fd)->group("");
+  app->add_option("--session-state", args.session_state)->group("");
+  app->add_option("--session-mountpoint", args.session_mountpoint)->group("");
+  app->add_option("--ready-fd", args.ready_fd)->group("");
   app->add_option("--cache-dir", args.cache_dir,
                   "SSD cache tier directory (default: none, memory only)");
   app->add_option(
@@ -160,6 +168,12 @@ void MountCommand::finish() {
 void UnmountCommand::register_options(CLI::App& parent) {
   app =
       parent.add_subcommand("unmount", "Unmount a warmfs mount and wait for its daemon to finish");
+  app->add_option("mountpoint", mountpoint)->required();
+}
+
+void RestartCommand::register_options(CLI::App& parent) {
+  app = parent.add_subcommand(
+      "restart", "Replace the daemon of a --restartable mount; files stay open, reads go on");
   app->add_option("mountpoint", mountpoint)->required();
 }
 

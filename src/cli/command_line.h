@@ -49,6 +49,12 @@ struct UnmountCommand {
   void register_options(CLI::App& parent);
 };
 
+struct RestartCommand {
+  CLI::App* app = nullptr;
+  std::string mountpoint;
+  void register_options(CLI::App& parent);
+};
+
 struct StatsCommand {
   CLI::App* app = nullptr;
   std::string mountpoint;

@@ -54,10 +54,20 @@ struct MountArgs {
   std::string snapshot;            // manifest file to serve (cli/snapshot_command.h); read-only
   bool snapshot_versions = false;  // read the snapshot's version ids, not the keys' latest
   std::string branch;              // with snapshot: mount this writable branch of it
+  // --restartable: a supervisor keeps the mount and restarts its daemon (cli/supervisor.h).
+  bool restartable = false;
+  // Set by the supervisor for the daemon it runs: the mounted session to serve, the state
+  // directory one daemon leaves the next, and where to report readiness.
+  int session_fd = -1;
+  std::string session_state;
+  std::string session_mountpoint;  // resolved
+  int ready_fd = -1;
 };
 
 int run_mount(const MountArgs& args);
 int run_unmount(const std::string& mountpoint);
+// warmfs restart: a new daemon for a --restartable mount, which stays mounted (supervisor.cc).
+int run_restart(const std::string& mountpoint);
 int run_stats(const std::string& mountpoint, bool json);
 // The "credentials" line of the stats tables (mounts and cache servers), from the stats JSON;
 // nothing when it has no "credentials" member.

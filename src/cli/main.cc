@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/mount_options.h"
 #include "cli/serve_command.h"
+#include "cli/supervisor.h"
 
 int main(int argc, char** argv) {
   using namespace warmfs::cli;
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
 
   MountCommand mount;
   UnmountCommand unmount;
+  RestartCommand restart;
   StatsCommand stats;
   ServeCommand serve;
   PrefetchCommand prefetch;
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
   PlanCommand plan;
   mount.register_options(app);
   unmount.register_options(app);
+  restart.register_options(app);
+  keep_command_line(argc, argv);  // a --restartable mount's supervisor runs it again
   stats.register_options(app);
   serve.register_options(app);
   prefetch.register_options(app);
@@ -60,6 +64,7 @@ int main(int argc, char** argv) {
 
   if (mount.app->parsed()) return run_mount(mount.args);
   if (unmount.app->parsed()) return run_unmount(unmount.mountpoint);
+  if (restart.app->parsed()) return run_restart(restart.mountpoint);
   if (snapshot.app->parsed()) return run_snapshot(snapshot.args);
   if (plan.app->parsed()) return run_plan(plan.args);
   if (stats.app->parsed() && !stats.server.empty()) {

@@ -23,6 +23,7 @@
 #include "cli/serve_command.h"
 #include "cli/snapshot_command.h"
 #include "cli/snapshot_from_index.h"
+#include "cli/supervisor.h"
 #include "cli/tier_setup.h"
 #include "common/buffer.h"
 #include "common/clock.h"
@@ -32,6 +33,7 @@
 #include "common/sizes.h"
 #include "fs/filesystem.h"
 #include "fuse/fuse_session.h"
+#include "fuse/handover.h"
 #include "meta/listing_index.h"
 #include "meta/metadata.h"
 #include "objstore/credential_chain.h"
@@ -187,6 +189,22 @@ bool is_warmfs_mount(const std::string& path) {
   return mount && mount->fstype == "fuse.warmfs";
 }
 
+FuseOptions fuse_options_for(const MountArgs& a, const S3Source& src,
+                             const std::string& mountpoint) {
+  FuseOptions fo;
+  fo.mountpoint = mountpoint;
+  fo.fsname = "s3://" + src.bucket + (src.prefix.empty() ? "" : "/" + src.prefix);
+  for (char& c : fo.fsname) {
+    if (c == ',' || c == ' ' || c == '\\') c = '_';  // not allowed in the mount's source field
+  }
+  fo.allow_other = a.allow_other;
+  fo.read_only = a.read_only;
+  fo.entry_timeout_sec = a.metadata_ttl_sec;
+  fo.attr_timeout_sec = a.metadata_ttl_sec;
+  fo.negative_timeout_sec = a.metadata_ttl_sec;
+  return fo;
+}
+
 int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::string& mountpoint,
           int ready_fd) {
   prepare_process();
@@ -213,20 +231,10 @@ int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::s
     metrics = std::move(*m);
     log::info("metrics at http://{}/metrics", a.metrics_listen);
   }
-  FuseOptions fo;
-  fo.mountpoint = mountpoint;
-  fo.fsname = "s3://" + src.bucket + (src.prefix.empty() ? "" : "/" + src.prefix);
-  for (char& c : fo.fsname) {
-    if (c == ',' || c == ' ' || c == '\\') c = '_';  // not allowed in the mount's source field
-  }
-  fo.allow_other = a.allow_other;
-  fo.read_only = a.read_only;
-  fo.entry_timeout_sec = a.metadata_ttl_sec;
-  fo.attr_timeout_sec = a.metadata_ttl_sec;
-  fo.negative_timeout_sec = a.metadata_ttl_sec;
+  const FuseOptions fo = fuse_options_for(a, src, mountpoint);
   bool reported = false;
   bool mounted = false;
-  int rc = run_fuse(*daemon->fs, fo, [&](const Status& st) {
+  auto on_ready = [&](const Status& st) {
     if (st.is_ok()) {
       log::info("mounted {} at {}", fo.fsname, mountpoint);
       // Under systemd (Type=notify, --foreground): ready only now that a stat of the root
@@ -241,7 +249,11 @@ int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::s
     ready_fd = -1;
     reported = true;
     mounted = st.is_ok();
-  });
+  };
+  // A restartable mount's daemon serves the session its supervisor mounted (fuse/handover.h).
+  int rc = a.session_fd >= 0
+               ? run_fuse_on_fd(*daemon->fs, fo, a.session_fd, a.session_state, on_ready)
+               : run_fuse(*daemon->fs, fo, on_ready);
   if (!reported)
     send_ready(ready_fd, Status(Errc::kInternal, "the mount ended before it was ready"));
   // The loop ended (SIGTERM, SIGINT or an unmount) and the mount is gone; what was written
@@ -290,6 +302,13 @@ int run_mount(const MountArgs& args) {
     print_error(src.status().message());
     return kExitUsage;
   }
+  if (a.session_fd >= 0) {
+    // A restartable mount's daemon: its mountpoint (resolved by the supervisor) is mounted
+    // and answers only once this daemon serves it.
+    if (a.log_file.empty() && ::isatty(STDERR_FILENO) == 0) log::use_syslog();
+    S3Config config = s3_config(s3_flags(a), src->bucket);
+    return serve(a, *src, std::move(config), a.session_mountpoint, a.ready_fd);
+  }
   char resolved[PATH_MAX];
   struct stat st {};
   if (::realpath(a.mountpoint.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0) {
@@ -325,6 +344,13 @@ int run_mount(const MountArgs& args) {
     }
   }
 
+  if (a.restartable) {
+    // The supervisor mounts and runs the daemons (cli/supervisor.h).
+    const FuseOptions fo = fuse_options_for(a, *src, mountpoint);
+    if (a.foreground) return run_supervisor(fo, -1);
+    return run_in_background(a.log_file,
+                             [&](int ready_fd) { return run_supervisor(fo, ready_fd); });
+  }
   if (a.foreground) return serve(a, *src, std::move(config), mountpoint, -1);
   // The daemon resolves the chain again after the fork: a provider's refresh thread does not
   // survive fork().

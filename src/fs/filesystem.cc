@@ -78,6 +78,12 @@ Result<Attr> Filesystem::lookup(uint64_t parent, std::string_view name) {
   return a;
 }
 
+Status Filesystem::adopt(uint64_t ino, uint64_t parent, std::string_view name, uint64_t nlookup) {
+  if (is_control_ino(ino)) return Status::ok();
+  WARMFS_ASSIGN_OR_RETURN(NodeAttr n, meta_.lookup(parent, name));
+  return meta_.adopt_ino(n.ino, ino, nlookup);
+}
+
 void Filesystem::forget(uint64_t ino, uint64_t nlookup) {
   if (is_control_ino(ino)) return;
   meta_.forget(ino, nlookup);

@@ -210,6 +210,9 @@ class Filesystem {
 
   Result<Attr> lookup(uint64_t parent, std::string_view name);
   void forget(uint64_t ino, uint64_t nlookup);
+  // A restarted daemon (fuse/handover.h) makes `ino`, a number the kernel holds from the
+  // daemon before it, name parent/name again, with the kernel's lookup count.
+  Status adopt(uint64_t ino, uint64_t parent, std::string_view name, uint64_t nlookup);
   Result<Attr> getattr(uint64_t ino);
 
   // A directory's entries at the moment of opendir; readdir pages through this snapshot.

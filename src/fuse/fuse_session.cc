@@ -21,7 +21,6 @@
 #include "common/mountinfo.h"
 
 namespace warmfs {
-namespace {
 
 void raise_read_ahead(const FuseOptions& options) {
   const auto mount = top_mount_at(read_mountinfo(), options.mountpoint);
@@ -33,15 +32,17 @@ void raise_read_ahead(const FuseOptions& options) {
   if (!out) log::info("could not raise kernel read-ahead ({}): reads go at 128 KiB", path);
 }
 
-}  // namespace
-
-int run_fuse(Filesystem& fs, const FuseOptions& options,
-             const std::function<void(const Status&)>& on_ready) {
+std::vector<std::string> fuse_session_args(const FuseOptions& options) {
   std::string mount_opts = "fsname=" + options.fsname + ",subtype=warmfs,default_permissions";
   mount_opts += ",max_read=" + std::to_string(options.max_request_bytes);
   if (options.read_only) mount_opts += ",ro";
   if (options.allow_other) mount_opts += ",allow_other";
-  std::vector<std::string> argv_s = {"warmfs", "-o", mount_opts};
+  return {"warmfs", "-o", mount_opts};
+}
+
+int run_fuse(Filesystem& fs, const FuseOptions& options,
+             const std::function<void(const Status&)>& on_ready) {
+  std::vector<std::string> argv_s = fuse_session_args(options);
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());

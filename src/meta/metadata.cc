@@ -550,6 +550,28 @@ bool Metadata::has_local_children(uint64_t dir_ino) const {
   return false;
 }
 
+Status Metadata::adopt_ino(uint64_t from, uint64_t to, uint64_t nlookup) {
+  std::lock_guard lock(mu_);
+  auto it = nodes_.find(from);
+  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
+  if (from != to) {
+    if (nodes_.count(to) != 0) return Status(Errc::kExists, "inode number in use");
+    unindex_node_locked(it->second);
+    Node n = std::move(it->second);
+    nodes_.erase(it);
+    n.ino = to;
+    if (local_inos_.erase(from) != 0) local_inos_[to] = true;
+    for (auto& [_, child] : nodes_) {
+      if (child.parent == from) child.parent = to;
+    }
+    it = nodes_.emplace(to, std::move(n)).first;
+    index_node_locked(it->second);
+  }
+  it->second.nlookup = nlookup;
+  next_ino_ = std::max(next_ino_, to + 1);
+  return Status::ok();
+}
+
 void Metadata::forget(uint64_t ino, uint64_t n) {
   if (ino == kRootIno) return;
   std::lock_guard lock(mu_);

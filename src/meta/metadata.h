@@ -147,6 +147,10 @@ class Metadata {
   // Finds `name` in directory `parent` and counts one kernel reference to it.
   // kNotFound when absent; kInvalidArgument for names that cannot exist.
   Result<NodeAttr> lookup(uint64_t parent, std::string_view name);
+  // For a restarted daemon (fuse/handover.h): the node `from`, just looked up, takes the
+  // number `to` the kernel still holds for its path, with the kernel's lookup count; numbers
+  // handed out later are above it. kExists if `to` is another node's.
+  Status adopt_ino(uint64_t from, uint64_t to, uint64_t nlookup);
   // Drops n kernel references; the node is forgotten at zero (the root never is).
   void forget(uint64_t ino, uint64_t n);
   // Attributes of a known node, as last seen (revalidated only when older than the TTL).

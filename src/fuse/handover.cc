@@ -1,0 +1,752 @@
+// Restartable sessions (fuse/handover.h): the custom read and writev, the journal, the handle
+// tokens, the INIT replayed to a later daemon and the resend of requests in flight.
+#define FUSE_USE_VERSION 314
+#include "fuse/handover.h"
+
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <linux/fuse.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/hex.h"
+#include "common/log.h"
+#include "fuse/fuse_session.h"
+
+namespace warmfs {
+namespace {
+
+// FUSE_NOTIFY_RESEND (kernel 6.9; Debian 12's linux/fuse.h predates it): the kernel queues
+// again every request read and not answered, with FUSE_UNIQUE_RESEND set in their unique.
+constexpr int32_t kNotifyResend = 7;
+constexpr uint64_t kUniqueResend = 1ULL << 63;
+// A handle token: the daemon's generation above this many bits, a counter below.
+constexpr int kTokenCounterBits = 40;
+
+bool opened_for_writing(uint32_t flags) {
+  return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+}
+
+// Writes path whole (through a temporary and a rename), or fails.
+bool write_file_atomic(const std::string& path, const void* data, size_t size) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::write(fd, data, size) == static_cast<ssize_t>(size);
+  ::close(fd);
+  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What the kernel asked, kept from a request until its reply.
+struct Pending {
+  uint32_t opcode = 0;
+  uint64_t nodeid = 0;
+  std::string name;
+  uint64_t new_parent = 0;  // RENAME
+  std::string new_name;     // RENAME
+  uint32_t flags = 0;       // OPEN, CREATE
+};
+
+// A node id the kernel holds, as the journal says.
+struct JournalNode {
+  uint64_t parent = 0;
+  std::string name;
+  uint64_t nlookup = 0;
+};
+
+// A file handle the kernel holds.
+struct Handle {
+  uint64_t local = 0;  // this daemon's (a FileHandle* or a DirListingPtr*); 0: none yet
+  uint64_t nodeid = 0;
+  uint32_t flags = 0;
+  bool dir = false;
+};
+
+class Handover {
+ public:
+  Handover(Filesystem& fs, int fd, std::string state_dir)
+      : fs_(fs), fd_(fd), dir_(std::move(state_dir)) {}
+  ~Handover() {
+    if (journal_fd_ >= 0) ::close(journal_fd_);
+  }
+
+  // Reads the state directory: this daemon's generation, and, after a restart, the INIT and
+  // the journal, whose nodes are adopted and whose handles are known as an earlier daemon's.
+  Status start();
+  bool restarted() const { return restarted_; }
+
+  ssize_t read(void* buf, size_t len);
+  ssize_t writev(iovec* iov, int count);
+
+ private:
+  // Notes what a reply will need, translates handle tokens; true if the request was
+  // answered here (it is not given to libfuse).
+  bool take_request(char* buf, size_t n);
+  // Translates the handle token at fh; true if answered here. mu_ held.
+  bool translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh);
+  void answer(uint64_t unique, int err);
+  void journal(const std::string& line);  // mu_ held
+  std::string node_name(uint64_t nodeid) const;  // mu_ held
+  uint64_t new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir);  // mu_ held
+  void replay(const std::string& text);
+  std::string compact_journal() const;  // mu_ held
+
+  Filesystem& fs_;
+  const int fd_;
+  const std::string dir_;
+  uint64_t generation_ = 1;
+  bool restarted_ = false;
+  std::string init_;  // the kernel's INIT request (after a restart: fed to libfuse first)
+  uint64_t init_unique_ = 0;
+
+  std::mutex init_mu_;
+  std::condition_variable init_cv_;
+  bool init_read_ = false;  // guarded by init_mu_
+  bool init_done_ = false;  // guarded by init_mu_: reads wait for it once INIT is read
+
+  mutable std::mutex mu_;  // guards what follows
+  int journal_fd_ = -1;
+  uint64_t next_token_ = 1;
+  std::unordered_map<uint64_t, Pending> pending_;  // by unique
+  std::unordered_map<uint64_t, Handle> handles_;   // by token
+  std::map<uint64_t, JournalNode> nodes_;          // by node id: what the journal says
+};
+
+Status Handover::start() {
+  const std::string gen_text = read_file(dir_ + "/generation");
+  if (!gen_text.empty()) generation_ = std::stoull(gen_text) + 1;
+  const std::string gen = std::to_string(generation_);
+  if (!write_file_atomic(dir_ + "/generation", gen.data(), gen.size()))
+    return Status(Errc::kIo, "cannot write " + dir_ + "/generation: " + std::strerror(errno));
+  init_ = read_file(dir_ + "/init");
+  restarted_ = init_.size() >= sizeof(fuse_in_header);
+  if (restarted_) {
+    fuse_in_header in;
+    std::memcpy(&in, init_.data(), sizeof in);
+    init_unique_ = in.unique;
+    replay(read_file(dir_ + "/journal"));
+  }
+  std::string compact;
+  {
+    std::lock_guard lock(mu_);
+    compact = compact_journal();
+  }
+  if (!write_file_atomic(dir_ + "/journal", compact.data(), compact.size()))
+    return Status(Errc::kIo, "cannot write " + dir_ + "/journal: " + std::strerror(errno));
+  journal_fd_ = ::open((dir_ + "/journal").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (journal_fd_ < 0)
+    return Status(Errc::kIo, "cannot open " + dir_ + "/journal: " + std::strerror(errno));
+  return Status::ok();
+}
+
+// Journal lines (names in hex): "L node parent name" a reply handed out node (one lookup),
+// "F node n" the kernel forgot n lookups, "R parent name newparent newname" a rename,
+// "N node parent name n" a node with n lookups (a compacted journal), "H token node flags dir"
+// an open handle, "X token" its release. A torn last line is skipped.
+void Handover::replay(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line;
+  std::map<uint64_t, JournalNode> nodes;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    char kind = 0;
+    f >> kind;
+    if (kind == 'L' || kind == 'N') {
+      uint64_t node = 0, parent = 0, n = 1;
+      std::string hex;
+      f >> node >> parent >> hex;
+      if (kind == 'N') f >> n;
+      auto name = from_hex(hex);
+      if (!f || !name) continue;
+      JournalNode& j = nodes[node];
+      j.parent = parent;
+      j.name = *name;
+      j.nlookup += n;
+    } else if (kind == 'F') {
+      uint64_t node = 0, n = 0;
+      f >> node >> n;
+      auto it = nodes.find(node);
+      if (!f || it == nodes.end()) continue;
+      it->second.nlookup = n >= it->second.nlookup ? 0 : it->second.nlookup - n;
+      if (it->second.nlookup == 0) nodes.erase(it);
+    } else if (kind == 'R') {
+      uint64_t parent = 0, new_parent = 0;
+      std::string hex, new_hex;
+      f >> parent >> hex >> new_parent >> new_hex;
+      auto name = from_hex(hex);
+      auto new_name = from_hex(new_hex);
+      if (!f || !name || !new_name) continue;
+      for (auto& [_, j] : nodes) {
+        if (j.parent == parent && j.name == *name) {
+          j.parent = new_parent;
+          j.name = *new_name;
+        }
+      }
+    } else if (kind == 'H') {
+      uint64_t token = 0, node = 0;
+      uint32_t flags = 0;
+      int dir = 0;
+      f >> token >> node >> flags >> dir;
+      if (f) handles_[token] = Handle{0, node, flags, dir != 0};
+    } else if (kind == 'X') {
+      uint64_t token = 0;
+      f >> token;
+      handles_.erase(token);
+    }
+  }
+  // Parents before children: a node is adopted once the id of its parent names it.
+  size_t adopted = 0, lost = 0;
+  std::map<uint64_t, int> state;  // 1 adopted, 2 failed
+  std::function<bool(uint64_t)> adopt = [&](uint64_t node) -> bool {
+    if (node == FUSE_ROOT_ID) return true;
+    auto s = state.find(node);
+    if (s != state.end()) return s->second == 1;
+    state[node] = 2;  // a cycle (it cannot happen) fails
+    auto it = nodes.find(node);
+    if (it == nodes.end() || !adopt(it->second.parent)) return false;
+    Status st = fs_.adopt(node, it->second.parent, it->second.name, it->second.nlookup);
+    if (!st.is_ok()) {
+      log::warn("restart: node {} ({:?} in node {}) is not found again: {}", node,
+                it->second.name, it->second.parent, st.to_string());
+      ++lost;
+      return false;
+    }
+    state[node] = 1;
+    ++adopted;
+    return true;
+  };
+  for (const auto& [node, _] : nodes) adopt(node);
+  for (auto it = nodes.begin(); it != nodes.end();) {
+    it = state[it->first] == 1 ? std::next(it) : nodes.erase(it);
+  }
+  nodes_ = std::move(nodes);
+  log::info("restart: generation {}, {} nodes taken over ({} lost), {} open handles of the "
+            "daemon before",
+            generation_, adopted, lost, handles_.size());
+}
+
+std::string Handover::compact_journal() const {
+  std::string out;
+  for (const auto& [node, j] : nodes_) {
+    out += "N " + std::to_string(node) + " " + std::to_string(j.parent) + " " +
+           to_hex(j.name) + " " + std::to_string(j.nlookup) +
+           "\n";
+  }
+  for (const auto& [token, h] : handles_) {
+    out += "H " + std::to_string(token) + " " + std::to_string(h.nodeid) + " " +
+           std::to_string(h.flags) + " " + (h.dir ? "1" : "0") + "\n";
+  }
+  return out;
+}
+
+void Handover::journal(const std::string& line) {
+  // One write per line (O_APPEND): a crash loses at most the line being written.
+  if (::write(journal_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    log::warn("restart journal: write failed: {}", std::strerror(errno));
+}
+
+std::string Handover::node_name(uint64_t nodeid) const {
+  std::string path;
+  for (int depth = 0; nodeid != FUSE_ROOT_ID && depth < 64; ++depth) {
+    auto it = nodes_.find(nodeid);
+    if (it == nodes_.end()) return "node " + std::to_string(nodeid);
+    path = "/" + it->second.name + path;
+    nodeid = it->second.parent;
+  }
+  return path.empty() ? "/" : path;
+}
+
+uint64_t Handover::new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir) {
+  const uint64_t token = (generation_ << kTokenCounterBits) | next_token_++;
+  handles_[token] = Handle{local, nodeid, flags, dir};
+  journal("H " + std::to_string(token) + " " + std::to_string(nodeid) + " " +
+          std::to_string(flags) + " " + (dir ? "1" : "0") + "\n");
+  return token;
+}
+
+void Handover::answer(uint64_t unique, int err) {
+  fuse_out_header out{};
+  out.len = sizeof out;
+  out.error = -err;
+  out.unique = unique;
+  if (::write(fd_, &out, sizeof out) < 0 && errno != ENOENT)
+    log::warn("restart: cannot answer a request: {}", std::strerror(errno));
+}
+
+ssize_t Handover::read(void* buf, size_t len) {
+  {
+    std::unique_lock lock(init_mu_);
+    if (restarted_ && !init_read_) {
+      // libfuse's first request is the INIT the kernel sent the first daemon.
+      init_read_ = true;
+      if (init_.size() > len) {
+        errno = EINVAL;
+        return -1;
+      }
+      std::memcpy(buf, init_.data(), init_.size());
+      std::lock_guard l(mu_);
+      pending_[init_unique_] = Pending{FUSE_INIT};
+      return static_cast<ssize_t>(init_.size());
+    }
+    // No other request reaches libfuse while it handles INIT.
+    init_cv_.wait(lock, [this] { return !init_read_ || init_done_; });
+  }
+  while (true) {
+    const ssize_t n = ::read(fd_, buf, len);
+    if (n < static_cast<ssize_t>(sizeof(fuse_in_header))) return n;
+    auto* in = static_cast<fuse_in_header*>(buf);
+    if (in->opcode == FUSE_INIT) {
+      std::lock_guard lock(init_mu_);
+      init_read_ = true;
+      if (!write_file_atomic(dir_ + "/init", buf, static_cast<size_t>(n)))
+        log::error("restart: cannot keep the INIT request: a restart will not work");
+      std::lock_guard l(mu_);
+      pending_[in->unique] = Pending{FUSE_INIT};
+      return n;
+    }
+    if (!take_request(static_cast<char*>(buf), static_cast<size_t>(n))) return n;
+  }
+}
+
+bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh) {
+  auto it = handles_.find(*fh);
+  const uint32_t op = in.opcode;
+  if (it != handles_.end() && it->second.local != 0) {
+    const uint64_t token = *fh;
+    *fh = it->second.local;
+    if (op == FUSE_RELEASE || op == FUSE_RELEASEDIR) {
+      handles_.erase(it);
+      journal("X " + std::to_string(token) + "\n");
+    }
+    return false;
+  }
+  // A handle of an earlier daemon (or none this mount knows).
+  const bool known = it != handles_.end();
+  const Handle h = known ? it->second : Handle{};
+  const bool writing = known && opened_for_writing(h.flags);
+  switch (op) {
+    case FUSE_RELEASE:
+    case FUSE_RELEASEDIR:
+      if (known) {
+        journal("X " + std::to_string(*fh) + "\n");
+        handles_.erase(it);
+      }
+      answer(in.unique, 0);
+      return true;
+    case FUSE_READ:
+      if (known && !h.dir && !writing) {
+        auto r = fs_.open(h.nodeid, O_RDONLY);
+        if (!r.is_ok()) {
+          log::warn("restart: cannot reopen {} for reading: {}", node_name(h.nodeid),
+                    r.status().to_string());
+          answer(in.unique, EIO);
+          return true;
+        }
+        it->second.local = reinterpret_cast<uint64_t>(r->handle.release());
+        *fh = it->second.local;
+        return false;
+      }
+      break;
+    case FUSE_READDIR:
+    case FUSE_READDIRPLUS:
+      if (known && h.dir) {
+        auto r = fs_.opendir(h.nodeid);
+        if (!r.is_ok()) {
+          answer(in.unique, EIO);
+          return true;
+        }
+        it->second.local = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
+        *fh = it->second.local;
+        return false;
+      }
+      break;
+    case FUSE_FLUSH:
+    case FUSE_FSYNC:
+      if (known && !writing) {
+        answer(in.unique, 0);
+        return true;
+      }
+      break;
+    case FUSE_GETATTR:
+      *has_fh = false;  // served by node id
+      return false;
+    case FUSE_SETATTR:
+      if (!writing) {
+        *has_fh = false;  // served by node id
+        return false;
+      }
+      break;
+    default:
+      break;
+  }
+  log::error("restart: {} of {} opened {}before the daemon restarted: EIO (what was written "
+             "there and not flushed is lost)",
+             op == FUSE_WRITE ? "write" : op == FUSE_FSYNC ? "fsync" : op == FUSE_FLUSH ? "close" : "request",
+             known ? node_name(h.nodeid) : std::string("a file"),
+             writing ? "for writing " : "");
+  answer(in.unique, EIO);
+  return true;
+}
+
+bool Handover::take_request(char* buf, size_t n) {
+  auto* in = reinterpret_cast<fuse_in_header*>(buf);
+  char* body = buf + sizeof(fuse_in_header);
+  const size_t body_len = n - sizeof(fuse_in_header);
+  auto str_at = [&](size_t off) -> std::string {
+    if (off >= body_len) return {};
+    return std::string(body + off, strnlen(body + off, body_len - off));
+  };
+  std::lock_guard lock(mu_);
+  Pending p{in->opcode, in->nodeid};
+  switch (in->opcode) {
+    case FUSE_LOOKUP:
+    case FUSE_SYMLINK:  // name, then the target
+      p.name = str_at(0);
+      break;
+    case FUSE_MKDIR:
+      p.name = str_at(sizeof(fuse_mkdir_in));
+      break;
+    case FUSE_MKNOD:
+      p.name = str_at(sizeof(fuse_mknod_in));
+      break;
+    case FUSE_CREATE: {
+      if (body_len < sizeof(fuse_create_in)) break;
+      p.flags = reinterpret_cast<fuse_create_in*>(body)->flags;
+      p.name = str_at(sizeof(fuse_create_in));
+      break;
+    }
+    case FUSE_OPEN:
+    case FUSE_OPENDIR:
+      if (body_len >= sizeof(fuse_open_in)) p.flags = reinterpret_cast<fuse_open_in*>(body)->flags;
+      break;
+    case FUSE_RENAME:
+    case FUSE_RENAME2: {
+      const size_t arg = in->opcode == FUSE_RENAME ? sizeof(fuse_rename_in) : sizeof(fuse_rename2_in);
+      if (body_len < arg) break;
+      p.new_parent = reinterpret_cast<fuse_rename_in*>(body)->newdir;
+      p.name = str_at(arg);
+      p.new_name = str_at(arg + p.name.size() + 1);
+      break;
+    }
+    case FUSE_FORGET:
+      if (body_len >= sizeof(fuse_forget_in)) {
+        journal("F " + std::to_string(in->nodeid) + " " +
+                std::to_string(reinterpret_cast<fuse_forget_in*>(body)->nlookup) + "\n");
+      }
+      return false;
+    case FUSE_BATCH_FORGET: {
+      if (body_len < sizeof(fuse_batch_forget_in)) return false;
+      const uint32_t count = reinterpret_cast<fuse_batch_forget_in*>(body)->count;
+      std::string lines;
+      for (uint32_t i = 0; i < count; ++i) {
+        const size_t off = sizeof(fuse_batch_forget_in) + i * sizeof(fuse_forget_one);
+        if (off + sizeof(fuse_forget_one) > body_len) break;
+        fuse_forget_one one;
+        std::memcpy(&one, body + off, sizeof one);
+        lines += "F " + std::to_string(one.nodeid) + " " + std::to_string(one.nlookup) + "\n";
+      }
+      journal(lines);
+      return false;
+    }
+    default:
+      break;
+  }
+  // Requests that carry a file handle: the token becomes this daemon's handle.
+  uint64_t* fh = nullptr;
+  bool has_fh = true;
+  switch (in->opcode) {
+    case FUSE_READ:
+    case FUSE_WRITE:
+    case FUSE_FLUSH:
+    case FUSE_FSYNC:
+    case FUSE_RELEASE:
+    case FUSE_RELEASEDIR:
+    case FUSE_READDIR:
+    case FUSE_READDIRPLUS:
+    case FUSE_IOCTL:
+      if (body_len >= sizeof(uint64_t)) fh = reinterpret_cast<uint64_t*>(body);
+      break;
+    case FUSE_GETATTR: {
+      auto* g = reinterpret_cast<fuse_getattr_in*>(body);
+      if (body_len >= sizeof *g && (g->getattr_flags & FUSE_GETATTR_FH)) {
+        fh = &g->fh;
+        if (!translate_fh(*in, fh, &has_fh) && !has_fh) g->getattr_flags &= ~FUSE_GETATTR_FH;
+        fh = nullptr;
+      }
+      break;
+    }
+    case FUSE_SETATTR: {
+      auto* s = reinterpret_cast<fuse_setattr_in*>(body);
+      if (body_len >= sizeof *s && (s->valid & FATTR_FH)) {
+        if (translate_fh(*in, &s->fh, &has_fh)) return true;
+        if (!has_fh) s->valid &= ~FATTR_FH;
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  if (fh != nullptr && translate_fh(*in, fh, &has_fh)) return true;
+  switch (in->opcode) {
+    case FUSE_LOOKUP:
+    case FUSE_SYMLINK:
+    case FUSE_MKDIR:
+    case FUSE_MKNOD:
+    case FUSE_CREATE:
+    case FUSE_OPEN:
+    case FUSE_OPENDIR:
+    case FUSE_RENAME:
+    case FUSE_RENAME2:
+    case FUSE_READDIRPLUS:
+      pending_[in->unique] = std::move(p);
+      break;
+    default:
+      break;
+  }
+  return false;
+}
+
+ssize_t Handover::writev(iovec* iov, int count) {
+  if (count < 1 || iov[0].iov_len < sizeof(fuse_out_header)) return ::writev(fd_, iov, count);
+  fuse_out_header out;
+  std::memcpy(&out, iov[0].iov_base, sizeof out);
+  if (out.unique == 0) return ::writev(fd_, iov, count);  // a notification
+  Pending p;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(out.unique);
+    if (it == pending_.end()) return ::writev(fd_, iov, count);
+    p = std::move(it->second);
+    pending_.erase(it);
+  }
+  if (p.opcode == FUSE_INIT) {
+    ssize_t res = static_cast<ssize_t>(out.len);
+    if (restarted_) {
+      // The kernel has the first daemon's answer; requests the daemon before this one read
+      // and did not answer are queued again.
+      fuse_out_header resend{};
+      resend.len = sizeof resend;
+      resend.error = kNotifyResend;
+      if (::write(fd_, &resend, sizeof resend) < 0)
+        log::warn("restart: FUSE_NOTIFY_RESEND failed ({}): requests in flight at the "
+                  "restart wait forever",
+                  std::strerror(errno));
+      else
+        log::info("restart: serving again; requests in flight at the switch are read again");
+    } else {
+      res = ::writev(fd_, iov, count);
+    }
+    std::lock_guard lock(init_mu_);
+    init_done_ = true;
+    init_cv_.notify_all();
+    return res;
+  }
+  if (out.error != 0) return ::writev(fd_, iov, count);
+  // The reply, whole, to read and edit.
+  std::vector<char> msg;
+  for (int i = 0; i < count; ++i) {
+    const char* b = static_cast<const char*>(iov[i].iov_base);
+    msg.insert(msg.end(), b, b + iov[i].iov_len);
+  }
+  char* body = msg.data() + sizeof(fuse_out_header);
+  const size_t body_len = msg.size() - sizeof(fuse_out_header);
+  bool edited = false;
+  {
+    std::lock_guard lock(mu_);
+    auto entry = [&](const fuse_entry_out& e, uint64_t parent, const std::string& name) {
+      if (e.nodeid == 0) return;
+      journal("L " + std::to_string(e.nodeid) + " " + std::to_string(parent) + " " +
+              to_hex(name) + "\n");
+      JournalNode& j = nodes_[e.nodeid];
+      j.parent = parent;
+      j.name = name;
+      ++j.nlookup;
+    };
+    switch (p.opcode) {
+      case FUSE_LOOKUP:
+      case FUSE_SYMLINK:
+      case FUSE_MKDIR:
+      case FUSE_MKNOD:
+        if (body_len >= sizeof(fuse_entry_out)) {
+          fuse_entry_out e;
+          std::memcpy(&e, body, sizeof e);
+          entry(e, p.nodeid, p.name);
+        }
+        break;
+      case FUSE_CREATE:
+        if (body_len >= sizeof(fuse_entry_out) + sizeof(fuse_open_out)) {
+          fuse_entry_out e;
+          std::memcpy(&e, body, sizeof e);
+          entry(e, p.nodeid, p.name);
+          auto* o = reinterpret_cast<fuse_open_out*>(body + sizeof e);
+          o->fh = new_token(o->fh, e.nodeid, p.flags, false);
+          edited = true;
+        }
+        break;
+      case FUSE_OPEN:
+      case FUSE_OPENDIR:
+        if (body_len >= sizeof(fuse_open_out)) {
+          auto* o = reinterpret_cast<fuse_open_out*>(body);
+          o->fh = new_token(o->fh, p.nodeid, p.flags, p.opcode == FUSE_OPENDIR);
+          edited = true;
+        }
+        break;
+      case FUSE_RENAME:
+      case FUSE_RENAME2:
+        journal("R " + std::to_string(p.nodeid) + " " +
+                to_hex(p.name) + " " + std::to_string(p.new_parent) +
+                " " + to_hex(p.new_name) + "\n");
+        for (auto& [_, j] : nodes_) {
+          if (j.parent == p.nodeid && j.name == p.name) {
+            j.parent = p.new_parent;
+            j.name = p.new_name;
+          }
+        }
+        break;
+      case FUSE_READDIRPLUS:
+        for (size_t off = 0; off + FUSE_NAME_OFFSET_DIRENTPLUS <= body_len;) {
+          fuse_direntplus d;
+          std::memcpy(&d, body + off, sizeof d);
+          if (off + FUSE_NAME_OFFSET_DIRENTPLUS + d.dirent.namelen > body_len) break;
+          const std::string name(body + off + FUSE_NAME_OFFSET_DIRENTPLUS, d.dirent.namelen);
+          if (name != "." && name != "..") entry(d.entry_out, p.nodeid, name);
+          off += FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET_DIRENTPLUS + d.dirent.namelen);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (!edited) return ::writev(fd_, iov, count);
+  const ssize_t n = ::write(fd_, msg.data(), msg.size());
+  return n;
+}
+
+// The session's userdata: what the callbacks find (a FuseCallbackState), and the handover.
+struct HandoverState : FuseCallbackState {
+  Handover* handover;
+};
+
+Handover& handover_of(void* userdata) {
+  return *static_cast<HandoverState*>(static_cast<FuseCallbackState*>(userdata))->handover;
+}
+
+}  // namespace
+
+Result<int> mount_session_fd(const FuseOptions& options) {
+  std::vector<std::string> argv_s = fuse_session_args(options);
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  struct FreeArgs {
+    fuse_args* args;
+    ~FreeArgs() { fuse_opt_free_args(args); }
+  } free_args{&args};
+  fuse_lowlevel_ops ops{};
+  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, nullptr);
+  if (se == nullptr) return Status(Errc::kInternal, "cannot create the FUSE session");
+  if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
+    fuse_session_destroy(se);
+    return Status(Errc::kIo, "cannot mount on " + options.mountpoint +
+                                 " (is /dev/fuse there, and the mountpoint an empty directory?)");
+  }
+  // The descriptor outlives the session object (which would unmount and close it).
+  const int fd = ::dup(fuse_session_fd(se));
+  // Freed without fuse_session_destroy, which would unmount: a small, one-time leak.
+  if (fd < 0) return Status(Errc::kIo, std::string("dup: ") + std::strerror(errno));
+  raise_read_ahead(options);
+  return fd;
+}
+
+int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd,
+                   const std::string& state_dir,
+                   const std::function<void(const Status&)>& on_ready) {
+  Handover handover(fs, fd, state_dir);
+  if (Status st = handover.start(); !st.is_ok()) {
+    on_ready(st);
+    return 1;
+  }
+  std::vector<std::string> argv_s = fuse_session_args(options);
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  struct FreeArgs {
+    fuse_args* args;
+    ~FreeArgs() { fuse_opt_free_args(args); }
+  } free_args{&args};
+
+  HandoverState state{{fs, options}, &handover};
+  fuse_lowlevel_ops ops{};
+  fill_fuse_ops(ops);
+  fuse_session* se =
+      fuse_session_new(&args, &ops, sizeof ops, static_cast<FuseCallbackState*>(&state));
+  if (se == nullptr) {
+    on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
+    return 1;
+  }
+  fuse_custom_io io{};
+  io.read = [](int, void* buf, size_t len, void* ud) { return handover_of(ud).read(buf, len); };
+  io.writev = [](int, iovec* iov, int count, void* ud) {
+    return handover_of(ud).writev(iov, count);
+  };
+  // fuse_session_destroy closes the descriptor it is given: a copy, the supervisor's stays.
+  const int own_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own_fd < 0 || fuse_session_custom_io(se, &io, own_fd) != 0) {
+    if (own_fd >= 0) ::close(own_fd);
+    fuse_session_destroy(se);
+    on_ready(Status(Errc::kInternal, "cannot serve the inherited FUSE session"));
+    return 1;
+  }
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    on_ready(Status(Errc::kInternal, "cannot install signal handlers"));
+    return 1;
+  }
+  std::thread ready([&options, &on_ready] {
+    struct stat st {};
+    if (::stat(options.mountpoint.c_str(), &st) == 0) {
+      on_ready(Status::ok());
+    } else {
+      on_ready(
+          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
+    }
+  });
+  // One descriptor for all workers (no clone_fd): requests a daemon read and did not answer
+  // stay on this descriptor's queue for the resend, where a cloned descriptor would fail
+  // them when its daemon goes.
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, 0);
+  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
+  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
+  const int rc = fuse_session_loop_mt(se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  ready.join();
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
+  return clean ? 0 : 1;
+}
+
+}  // namespace warmfs
