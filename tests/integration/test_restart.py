@@ -2,7 +2,7 @@
 replace the daemon under a mount that stays mounted. Files held open keep reading the right
 bytes through restarts and a kill -9, with no error (never ENOTCONN); node ids the kernel holds
 name the same files; a file open for writing across a restart gets EIO on its next write and
-close; the supervisor ends when the mount is unmounted.
+close (after a crash, the object keeps its earlier content); the supervisor ends when the mount is unmounted.
 
 Small objects on moto with authentication on; the large file read in a loop on s3rver (moto
 copies the whole object per range GET).
@@ -164,10 +164,12 @@ class Restart(harness.WarmfsTestCase):
             r.start()
 
         def stop_readers():
+            # A reader stuck in a read (a bug) is left behind: the mount's cleanup ends it.
             for r in readers:
                 r.stop.set()
+            deadline = time.monotonic() + 20
             for r in readers:
-                r.join(60)
+                r.join(max(0.1, deadline - time.monotonic()))
         self.addCleanup(stop_readers)
 
         def failures():
@@ -187,7 +189,7 @@ class Restart(harness.WarmfsTestCase):
         os.kill(daemon_child(supervisor), signal.SIGKILL)
         wait_for("a new daemon", lambda: supervisor_state(m.path)[1] > served, 60, m.log_tail)
         before = [r.passes for r in readers]
-        wait_for("reads after a crash", progressed(before, 2), 90, m.log_tail)
+        wait_for("reads after a crash", progressed(before, 2), 60, m.log_tail)
         stop_readers()
         self.assertEqual(failures(), [], m.log_tail(40))
         self.assertEqual(sorted(os.listdir(m.path / "s")), [f"{i}.bin" for i in range(4)])
@@ -216,6 +218,28 @@ class Restart(harness.WarmfsTestCase):
         (m.path / "after.bin").write_bytes(b"after\n")
         self.assertEqual(c.get_object(Bucket="writes", Key="after.bin")["Body"].read(), b"after\n")
         self.assertEqual(done.read_bytes(), b"closed before the restart\n")
+        self.unmount_and_check_gone(m)
+
+    def test_writer_across_a_crash_gets_eio_and_the_object_keeps_its_content(self):
+        c = MOTO.client()
+        harness.create_bucket(c, "crash")
+        harness.put_object(c, "crash", "f.bin", b"earlier content\n")
+        m = self.mount(MOTO, "s3://crash", args=["--restartable"])
+        fd = os.open(m.path / "f.bin", os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, b"lost with the daemon\n")
+        supervisor, served = supervisor_state(m.path)
+        os.kill(daemon_child(supervisor), signal.SIGKILL)
+        wait_for("a new daemon", lambda: supervisor_state(m.path)[1] > served, 60, m.log_tail)
+        with self.assertRaises(OSError) as e:
+            os.fsync(fd)
+        self.assertEqual(e.exception.errno, errno.EIO)
+        with self.assertRaises(OSError) as e:
+            os.close(fd)
+        self.assertEqual(e.exception.errno, errno.EIO)
+        self.assertIn("/f.bin opened for writing before the daemon restarted",
+                      harness._tail(m.log, 200))
+        self.assertEqual(c.get_object(Bucket="crash", Key="f.bin")["Body"].read(),
+                         b"earlier content\n")
         self.unmount_and_check_gone(m)
 
 
