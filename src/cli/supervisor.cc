@@ -21,6 +21,7 @@
 
 #include "cli/daemon.h"
 #include "common/log.h"
+#include "common/service_notify.h"
 #include "fuse/fuse_session.h"
 #include "fuse/handover.h"
 
@@ -69,8 +70,8 @@ bool disconnected(int fd) {
 }
 
 void remove_state(const std::string& dir) {
-  for (const char* f : {"supervisor", "init", "journal", "generation", "supervisor.tmp",
-                        "init.tmp", "journal.tmp", "generation.tmp"}) {
+  for (const char* f : {"supervisor", "init", "journal", "generation", "supervisor.tmp", "init.tmp",
+                        "journal.tmp", "generation.tmp"}) {
     ::unlink((dir + "/" + f).c_str());
   }
   ::rmdir(dir.c_str());
@@ -93,10 +94,11 @@ pid_t spawn_daemon(const std::string& binary, int session_fd, const std::string&
   }
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::unsetenv("NOTIFY_SOCKET");  // the supervisor is the service's main process: it notifies
     const int ready_write = ::dup(fds[1]);  // without FD_CLOEXEC: the daemon writes it
-    args.insert(args.end(), {"--session-fd", std::to_string(session_fd), "--session-state", dir,
-                             "--session-mountpoint", mountpoint, "--ready-fd",
-                             std::to_string(ready_write)});
+    args.insert(args.end(),
+                {"--session-fd", std::to_string(session_fd), "--session-state", dir,
+                 "--session-mountpoint", mountpoint, "--ready-fd", std::to_string(ready_write)});
     if (::chdir(g_start_dir.c_str()) != 0) ::_exit(127);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -163,6 +165,7 @@ int run_supervisor(const FuseOptions& options, int ready_fd) {
     send_ready(ready_fd, st);
     return kExitFailure;
   }
+  const bool foreground = ready_fd < 0;  // systemd's main process, if under systemd
   const std::string dir = session_state_dir(options.mountpoint);
   ::mkdir(run_root().c_str(), 0700);
   remove_state(dir);  // a supervisor of an earlier mount here that was killed
@@ -208,13 +211,15 @@ int run_supervisor(const FuseOptions& options, int ready_fd) {
       log::error("supervisor: daemon {} did not become ready: {}", child,
                  msg.empty() ? "it exited" : msg.substr(1));
     }
-    if (served == 1 && ready_fd >= 0) {
+    if (served == 1 && msg == "0") {
+      // Under systemd (Type=notify, --foreground): ready once the first daemon answers.
+      if (ready_fd < 0) service::notify_ready("mounted at " + options.mountpoint);
       send_ready(ready_fd, Status::ok());
       ready_fd = -1;
     } else if (served == 0) {
       // The first daemon failed: the mount is refused (as without --restartable).
-      send_ready(ready_fd, Status(Errc::kIo, msg.size() > 1 ? msg.substr(1)
-                                                            : "the mount daemon exited"));
+      send_ready(ready_fd,
+                 Status(Errc::kIo, msg.size() > 1 ? msg.substr(1) : "the mount daemon exited"));
       if (ready_fd < 0) print_error(msg.size() > 1 ? msg.substr(1) : "the mount daemon exited");
       ready_fd = -1;
       ::kill(child, SIGTERM);
@@ -241,7 +246,10 @@ int run_supervisor(const FuseOptions& options, int ready_fd) {
         if (::waitpid(child, &wstatus, WNOHANG) == child) break;
       }
     }
-    if (stopping || disconnected(*fd)) break;
+    if (stopping || disconnected(*fd)) {
+      if (foreground) service::notify_stopping("unmounted " + options.mountpoint);
+      break;
+    }
     if (!restart_requested) {
       const auto now = std::chrono::steady_clock::now();
       log::error("supervisor: daemon {} ended ({}) with the mount still there: starting another",

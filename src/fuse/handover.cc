@@ -107,8 +107,8 @@ class Handover {
   // Translates the handle token at fh; true if answered here. mu_ held.
   bool translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh);
   void answer(uint64_t unique, int err);
-  void journal(const std::string& line);  // mu_ held
-  std::string node_name(uint64_t nodeid) const;  // mu_ held
+  void journal(const std::string& line);                                          // mu_ held
+  std::string node_name(uint64_t nodeid) const;                                   // mu_ held
   uint64_t new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir);  // mu_ held
   void replay(const std::string& text);
   std::string compact_journal() const;  // mu_ held
@@ -228,8 +228,8 @@ void Handover::replay(const std::string& text) {
     if (it == nodes.end() || !adopt(it->second.parent)) return false;
     Status st = fs_.adopt(node, it->second.parent, it->second.name, it->second.nlookup);
     if (!st.is_ok()) {
-      log::warn("restart: node {} ({:?} in node {}) is not found again: {}", node,
-                it->second.name, it->second.parent, st.to_string());
+      log::warn("restart: node {} ({:?} in node {}) is not found again: {}", node, it->second.name,
+                it->second.parent, st.to_string());
       ++lost;
       return false;
     }
@@ -242,17 +242,17 @@ void Handover::replay(const std::string& text) {
     it = state[it->first] == 1 ? std::next(it) : nodes.erase(it);
   }
   nodes_ = std::move(nodes);
-  log::info("restart: generation {}, {} nodes taken over ({} lost), {} open handles of the "
-            "daemon before",
-            generation_, adopted, lost, handles_.size());
+  log::info(
+      "restart: generation {}, {} nodes taken over ({} lost), {} open handles of the "
+      "daemon before",
+      generation_, adopted, lost, handles_.size());
 }
 
 std::string Handover::compact_journal() const {
   std::string out;
   for (const auto& [node, j] : nodes_) {
-    out += "N " + std::to_string(node) + " " + std::to_string(j.parent) + " " +
-           to_hex(j.name) + " " + std::to_string(j.nlookup) +
-           "\n";
+    out += "N " + std::to_string(node) + " " + std::to_string(j.parent) + " " + to_hex(j.name) +
+           " " + std::to_string(j.nlookup) + "\n";
   }
   for (const auto& [token, h] : handles_) {
     out += "H " + std::to_string(token) + " " + std::to_string(h.nodeid) + " " +
@@ -401,11 +401,14 @@ bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh
     default:
       break;
   }
-  log::error("restart: {} of {} opened {}before the daemon restarted: EIO (what was written "
-             "there and not flushed is lost)",
-             op == FUSE_WRITE ? "write" : op == FUSE_FSYNC ? "fsync" : op == FUSE_FLUSH ? "close" : "request",
-             known ? node_name(h.nodeid) : std::string("a file"),
-             writing ? "for writing " : "");
+  log::error(
+      "restart: {} of {} opened {}before the daemon restarted: EIO (what was written "
+      "there and not flushed is lost)",
+      op == FUSE_WRITE   ? "write"
+      : op == FUSE_FSYNC ? "fsync"
+      : op == FUSE_FLUSH ? "close"
+                         : "request",
+      known ? node_name(h.nodeid) : std::string("a file"), writing ? "for writing " : "");
   answer(in.unique, EIO);
   return true;
 }
@@ -443,7 +446,8 @@ bool Handover::take_request(char* buf, size_t n) {
       break;
     case FUSE_RENAME:
     case FUSE_RENAME2: {
-      const size_t arg = in->opcode == FUSE_RENAME ? sizeof(fuse_rename_in) : sizeof(fuse_rename2_in);
+      const size_t arg =
+          in->opcode == FUSE_RENAME ? sizeof(fuse_rename_in) : sizeof(fuse_rename2_in);
       if (body_len < arg) break;
       p.new_parent = reinterpret_cast<fuse_rename_in*>(body)->newdir;
       p.name = str_at(arg);
@@ -550,9 +554,10 @@ ssize_t Handover::writev(iovec* iov, int count) {
       resend.len = sizeof resend;
       resend.error = kNotifyResend;
       if (::write(fd_, &resend, sizeof resend) < 0)
-        log::warn("restart: FUSE_NOTIFY_RESEND failed ({}): requests in flight at the "
-                  "restart wait forever",
-                  std::strerror(errno));
+        log::warn(
+            "restart: FUSE_NOTIFY_RESEND failed ({}): requests in flight at the "
+            "restart wait forever",
+            std::strerror(errno));
       else
         log::info("restart: serving again; requests in flight at the switch are read again");
     } else {
@@ -577,8 +582,8 @@ ssize_t Handover::writev(iovec* iov, int count) {
     std::lock_guard lock(mu_);
     auto entry = [&](const fuse_entry_out& e, uint64_t parent, const std::string& name) {
       if (e.nodeid == 0) return;
-      journal("L " + std::to_string(e.nodeid) + " " + std::to_string(parent) + " " +
-              to_hex(name) + "\n");
+      journal("L " + std::to_string(e.nodeid) + " " + std::to_string(parent) + " " + to_hex(name) +
+              "\n");
       JournalNode& j = nodes_[e.nodeid];
       j.parent = parent;
       j.name = name;
@@ -615,9 +620,8 @@ ssize_t Handover::writev(iovec* iov, int count) {
         break;
       case FUSE_RENAME:
       case FUSE_RENAME2:
-        journal("R " + std::to_string(p.nodeid) + " " +
-                to_hex(p.name) + " " + std::to_string(p.new_parent) +
-                " " + to_hex(p.new_name) + "\n");
+        journal("R " + std::to_string(p.nodeid) + " " + to_hex(p.name) + " " +
+                std::to_string(p.new_parent) + " " + to_hex(p.new_name) + "\n");
         for (auto& [_, j] : nodes_) {
           if (j.parent == p.nodeid && j.name == p.name) {
             j.parent = p.new_parent;
@@ -680,8 +684,7 @@ Result<int> mount_session_fd(const FuseOptions& options) {
   return fd;
 }
 
-int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd,
-                   const std::string& state_dir,
+int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std::string& state_dir,
                    const std::function<void(const Status&)>& on_ready) {
   Handover handover(fs, fd, state_dir);
   if (Status st = handover.start(); !st.is_ok()) {

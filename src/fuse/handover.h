@@ -43,8 +43,7 @@ Result<int> mount_session_fd(const FuseOptions& options);
 // Serves the mounted session on fd (inherited) until the mount goes or SIGTERM/SIGINT/SIGHUP;
 // never unmounts. state_dir holds what the next daemon takes over (above). on_ready as for
 // run_fuse. Returns 0 after a clean stop, non-zero on failure.
-int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd,
-                   const std::string& state_dir,
+int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std::string& state_dir,
                    const std::function<void(const Status&)>& on_ready);
 
 }  // namespace warmfs
