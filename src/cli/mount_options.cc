@@ -30,7 +30,7 @@ constexpr std::array kMountFlags = {
     FlagSpec{"token-file", Kind::kValue},       FlagSpec{"insecure-no-token", Kind::kSwitch},
     FlagSpec{"cache-server-ca", Kind::kValue},  FlagSpec{"metrics-listen", Kind::kValue},
     FlagSpec{"snapshot", Kind::kValue},         FlagSpec{"snapshot-versions", Kind::kSwitch},
-    FlagSpec{"branch", Kind::kValue},
+    FlagSpec{"branch", Kind::kValue},           FlagSpec{"restartable", Kind::kSwitch},
 };
 
 // Options that concern mount(8), fstab or systemd only, or that FUSE and warmfs already
