@@ -10,6 +10,7 @@ copies the whole object per range GET).
 
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -240,6 +241,30 @@ class Restart(harness.WarmfsTestCase):
                       harness._tail(m.log, 200))
         self.assertEqual(c.get_object(Bucket="crash", Key="f.bin")["Body"].read(),
                          b"earlier content\n")
+        self.unmount_and_check_gone(m)
+
+    def test_restart_runs_the_binary_on_disk(self):
+        # An upgrade: the binary is replaced (renamed over, as a package manager does), then
+        # `warmfs restart` runs the new one.
+        c = MOTO.client()
+        harness.create_bucket(c, "upgrade")
+        harness.put_object(c, "upgrade", "a.txt", b"a\n")
+        bindir = harness.temp_dir(self.addCleanup, prefix="warmfs-bin-")
+        binary = bindir / "warmfs"
+        shutil.copy2(harness.WARMFS, binary)
+        original = harness.WARMFS
+        harness.WARMFS = binary
+        self.addCleanup(setattr, harness, "WARMFS", original)
+        m = self.mount(MOTO, "s3://upgrade", args=["--restartable"])
+        old_daemon = daemon_child(supervisor_state(m.path)[0])
+        self.assertEqual(os.stat(f"/proc/{old_daemon}/exe").st_ino, os.stat(binary).st_ino)
+        shutil.copy2(original, bindir / "warmfs.new")
+        os.rename(bindir / "warmfs.new", binary)
+        self.restart(m)
+        new_daemon = daemon_child(supervisor_state(m.path)[0])
+        self.assertNotEqual(new_daemon, old_daemon)
+        self.assertEqual(os.stat(f"/proc/{new_daemon}/exe").st_ino, os.stat(binary).st_ino)
+        self.assertEqual((m.path / "a.txt").read_bytes(), b"a\n")
         self.unmount_and_check_gone(m)
 
 
