@@ -37,6 +37,9 @@ constexpr int32_t kNotifyResend = 7;
 constexpr uint64_t kUniqueResend = 1ULL << 63;
 // A handle token: the daemon's generation above this many bits, a counter below.
 constexpr int kTokenCounterBits = 40;
+// The journal is rewritten from the tables once it grows past this (a lookup appends a line
+// each time the kernel asks again: once per TTL for a name in use).
+constexpr uint64_t kCompactAt = 64ull << 20;
 
 bool opened_for_writing(uint32_t flags) {
   return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
@@ -112,6 +115,9 @@ class Handover {
   uint64_t new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir);  // mu_ held
   void replay(const std::string& text);
   std::string compact_journal() const;  // mu_ held
+  // Rewrites the journal from what it says now once it has grown past kCompactAt; mu_ held.
+  void maybe_compact();
+  void forgotten(uint64_t nodeid, uint64_t n);  // mu_ held
 
   Filesystem& fs_;
   const int fd_;
@@ -128,6 +134,7 @@ class Handover {
 
   mutable std::mutex mu_;  // guards what follows
   int journal_fd_ = -1;
+  uint64_t journal_bytes_ = 0;
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, Pending> pending_;  // by unique
   std::unordered_map<uint64_t, Handle> handles_;   // by token
@@ -158,6 +165,7 @@ Status Handover::start() {
   journal_fd_ = ::open((dir_ + "/journal").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (journal_fd_ < 0)
     return Status(Errc::kIo, "cannot open " + dir_ + "/journal: " + std::strerror(errno));
+  journal_bytes_ = compact.size();
   return Status::ok();
 }
 
@@ -265,6 +273,33 @@ void Handover::journal(const std::string& line) {
   // One write per line (O_APPEND): a crash loses at most the line being written.
   if (::write(journal_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
     log::warn("restart journal: write failed: {}", std::strerror(errno));
+  journal_bytes_ += line.size();
+}
+
+void Handover::forgotten(uint64_t nodeid, uint64_t n) {
+  auto it = nodes_.find(nodeid);
+  if (it == nodes_.end()) return;
+  it->second.nlookup = n >= it->second.nlookup ? 0 : it->second.nlookup - n;
+  if (it->second.nlookup == 0) nodes_.erase(it);
+}
+
+void Handover::maybe_compact() {
+  if (journal_bytes_ < kCompactAt) return;
+  const std::string text = compact_journal();
+  const std::string path = dir_ + "/journal";
+  if (!write_file_atomic(path, text.data(), text.size())) {
+    log::warn("restart journal: cannot compact it: {}", std::strerror(errno));
+    journal_bytes_ = 0;  // tried again after as many bytes
+    return;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    log::warn("restart journal: cannot reopen it: {}", std::strerror(errno));
+    return;  // the old descriptor writes to the replaced file: lost, as its lines are
+  }
+  ::close(journal_fd_);
+  journal_fd_ = fd;
+  journal_bytes_ = text.size();
 }
 
 std::string Handover::node_name(uint64_t nodeid) const {
@@ -456,8 +491,10 @@ bool Handover::take_request(char* buf, size_t n) {
     }
     case FUSE_FORGET:
       if (body_len >= sizeof(fuse_forget_in)) {
-        journal("F " + std::to_string(in->nodeid) + " " +
-                std::to_string(reinterpret_cast<fuse_forget_in*>(body)->nlookup) + "\n");
+        const uint64_t n = reinterpret_cast<fuse_forget_in*>(body)->nlookup;
+        journal("F " + std::to_string(in->nodeid) + " " + std::to_string(n) + "\n");
+        forgotten(in->nodeid, n);
+        maybe_compact();
       }
       return false;
     case FUSE_BATCH_FORGET: {
@@ -470,8 +507,10 @@ bool Handover::take_request(char* buf, size_t n) {
         fuse_forget_one one;
         std::memcpy(&one, body + off, sizeof one);
         lines += "F " + std::to_string(one.nodeid) + " " + std::to_string(one.nlookup) + "\n";
+        forgotten(one.nodeid, one.nlookup);
       }
       journal(lines);
+      maybe_compact();
       return false;
     }
     default:
@@ -642,6 +681,7 @@ ssize_t Handover::writev(iovec* iov, int count) {
       default:
         break;
     }
+    maybe_compact();
   }
   if (!edited) return ::writev(fd_, iov, count);
   const ssize_t n = ::write(fd_, msg.data(), msg.size());
