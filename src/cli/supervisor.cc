@@ -95,6 +95,7 @@ pid_t spawn_daemon(const std::string& binary, int session_fd, const std::string&
   if (pid == 0) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::unsetenv("NOTIFY_SOCKET");  // the supervisor is the service's main process: it notifies
+    ::setpgid(0, 0);  // a terminal's ^C goes to the supervisor, which unmounts, not to it
     const int ready_write = ::dup(fds[1]);  // without FD_CLOEXEC: the daemon writes it
     args.insert(args.end(),
                 {"--session-fd", std::to_string(session_fd), "--session-state", dir,

@@ -132,14 +132,21 @@ class Restart(harness.WarmfsTestCase):
         # Looked up (the kernel keeps their node ids for the 60 s TTL) before the restarts.
         for key, data in objects.items():
             self.assertEqual((m.path / key).read_bytes(), data)
-        for n in range(2):
-            _, served = supervisor_state(m.path)
-            self.restart(m)
-            self.assertEqual(supervisor_state(m.path)[1], served + 1)
-            self.assertEqual(sorted(os.listdir(m.path)), ["d0", "d1", "d2", "top.txt"])
-            for key, data in objects.items():
-                self.assertEqual(harness.read_uncached(m.path / key), data, f"{key} after {n + 1}")
-        self.assertEqual(sorted(os.listdir(m.path / "d1")), [f"f{j}.bin" for j in range(4)])
+        dir_fd = os.open(m.path / "d1", os.O_RDONLY | os.O_DIRECTORY)  # open across restarts
+        try:
+            for n in range(2):
+                _, served = supervisor_state(m.path)
+                self.restart(m)
+                self.assertEqual(supervisor_state(m.path)[1], served + 1)
+                self.assertEqual(sorted(os.listdir(m.path)), ["d0", "d1", "d2", "top.txt"])
+                for key, data in objects.items():
+                    self.assertEqual(harness.read_uncached(m.path / key), data,
+                                     f"{key} after {n + 1}")
+            want = [f"f{j}.bin" for j in range(4)]
+            self.assertEqual(sorted(os.listdir(m.path / "d1")), want)
+            self.assertEqual(sorted(os.listdir(dir_fd)), want)
+        finally:
+            os.close(dir_fd)
         self.unmount_and_check_gone(m)
 
     def test_restart_of_a_plain_mount_is_refused(self):
