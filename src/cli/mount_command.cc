@@ -263,7 +263,10 @@ int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::s
   const size_t failed = daemon->fs->flush_all();
   if (failed > 0)
     log::error("{} files written here could not be uploaded before the unmount", failed);
-  log::info("unmounted {}", mountpoint);
+  if (a.session_fd >= 0)
+    log::info("daemon stopped; {} stays with its supervisor while mounted", mountpoint);
+  else
+    log::info("unmounted {}", mountpoint);
   return rc == 0 ? kExitOk : kExitFailure;
 }
 

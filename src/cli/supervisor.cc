@@ -266,6 +266,7 @@ int run_supervisor(const FuseOptions& options, int ready_fd) {
         exit_code = kExitFailure;
         break;
       }
+      std::this_thread::sleep_for(std::chrono::seconds(1));  // no busy loop of failing starts
     }
   }
   ::close(*fd);

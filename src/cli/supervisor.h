@@ -4,7 +4,7 @@
 // child: the warmfs binary on disk, executed again with the command line the mount was given
 // and the descriptor inherited (fuse/handover.h). When the daemon exits with the mount still
 // there (a crash, or `warmfs restart`, which sends the supervisor SIGUSR1) it starts a new
-// one; requests wait in the kernel meanwhile. It ends when the mount goes (umount,
+// one (a second after a crash); requests wait in the kernel meanwhile. It ends when the mount goes (umount,
 // fusermount3 -u, warmfs unmount), or on SIGTERM/SIGINT/SIGHUP, which unmount (lazily).
 // After five crashes within a minute it gives up and unmounts.
 //
