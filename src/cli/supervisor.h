@@ -4,8 +4,8 @@
 // child: the warmfs binary on disk, executed again with the command line the mount was given
 // and the descriptor inherited (fuse/handover.h). When the daemon exits with the mount still
 // there (a crash, or `warmfs restart`, which sends the supervisor SIGUSR1) it starts a new
-// one (a second after a crash); requests wait in the kernel meanwhile. It ends when the mount goes (umount,
-// fusermount3 -u, warmfs unmount), or on SIGTERM/SIGINT/SIGHUP, which unmount (lazily).
+// one (a second after a crash); requests wait in the kernel meanwhile. It ends when the mount goes
+// (umount, fusermount3 -u, warmfs unmount), or on SIGTERM/SIGINT/SIGHUP, which unmount (lazily).
 // After five crashes within a minute it gives up and unmounts.
 //
 // Its state directory (session_state_dir) holds the file "supervisor" ("PID SERVED": its
