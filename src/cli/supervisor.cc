@@ -15,6 +15,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -126,6 +127,20 @@ std::string read_ready(int fd) {
   return msg;
 }
 
+// When process pid started (field 22 of /proc/PID/stat), to tell it from a later process
+// given the same pid; empty if there is no such process.
+std::string start_time_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return {};
+  std::istringstream fields(text.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+  }
+  return fields ? field : std::string();
+}
+
 void unmount_lazily(const std::string& mountpoint) {
   if (::umount2(mountpoint.c_str(), MNT_DETACH) == 0 || errno == EINVAL) return;
   // Not root: the setuid helper.
@@ -206,7 +221,8 @@ int run_supervisor(const FuseOptions& options, int ready_fd) {
     const std::string msg = read_ready(ready_read);
     if (msg == "0") {
       ++served;
-      write_text(dir + "/supervisor", std::to_string(::getpid()) + " " + std::to_string(served));
+      write_text(dir + "/supervisor", std::to_string(::getpid()) + " " + std::to_string(served) +
+                                          " " + start_time_of(::getpid()));
       if (served > 1) log::info("supervisor: daemon {} serves {}", child, options.mountpoint);
     } else {
       log::error("supervisor: daemon {} did not become ready: {}", child,
@@ -282,12 +298,14 @@ int run_restart(const std::string& mountpoint) {
     return kExitFailure;
   }
   const std::string file = session_state_dir(resolved) + "/supervisor";
+  // The file of a supervisor that was killed stays: its pid must still be that supervisor.
   auto read_state = [&file](pid_t* pid, uint64_t* served) {
     std::ifstream in(file);
     long p = 0;
-    in >> p >> *served;
+    std::string started;
+    in >> p >> *served >> started;
     *pid = static_cast<pid_t>(p);
-    return static_cast<bool>(in) && p > 0;
+    return static_cast<bool>(in) && p > 0 && start_time_of(*pid) == started;
   };
   pid_t pid = 0;
   uint64_t served = 0;

@@ -8,8 +8,9 @@
 // (umount, fusermount3 -u, warmfs unmount), or on SIGTERM/SIGINT/SIGHUP, which unmount (lazily).
 // After five crashes within a minute it gives up and unmounts.
 //
-// Its state directory (session_state_dir) holds the file "supervisor" ("PID SERVED": its
-// pid, and how many daemons have become ready) and what one daemon leaves the next.
+// Its state directory (session_state_dir) holds the file "supervisor" ("PID SERVED STARTTIME":
+// its pid, how many daemons have become ready, and its start time, which tells a live
+// supervisor from a killed one whose pid was reused) and what one daemon leaves the next.
 #pragma once
 
 #include <string>

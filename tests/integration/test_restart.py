@@ -32,7 +32,7 @@ def setUpModule():
 
 
 def state_file(mnt) -> str:
-    """The supervisor's "PID SERVED" file (cli/supervisor.h), as root."""
+    """The supervisor's "PID SERVED STARTTIME" file (cli/supervisor.h), as root."""
     name = "mnt" + "".join(c if c.isalnum() or c in "._-" else f"%{ord(c):02X}"
                            for c in os.path.realpath(mnt))
     return f"/run/warmfs/{name[:240]}/supervisor"
@@ -40,7 +40,7 @@ def state_file(mnt) -> str:
 
 def supervisor_state(mnt) -> tuple[int, int]:
     with open(state_file(mnt)) as f:
-        pid, served = f.read().split()
+        pid, served, _started = f.read().split()
     return int(pid), int(served)
 
 
