@@ -31,6 +31,34 @@ decltype(auto) reply(Reply fn, fuse_req_t req, Args&&... args) {
 
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
 
+// A handle given to the kernel, and one it gave back (released).
+uint64_t keep_file(Session& s, std::unique_ptr<FileHandle> h) {
+  const auto fh = reinterpret_cast<uint64_t>(h.release());
+  std::lock_guard lock(s.open->mu);
+  s.open->files.insert(fh);
+  return fh;
+}
+std::unique_ptr<FileHandle> take_file(Session& s, uint64_t fh) {
+  {
+    std::lock_guard lock(s.open->mu);
+    s.open->files.erase(fh);
+  }
+  return std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fh));
+}
+uint64_t keep_dir(Session& s, DirListingPtr listing) {
+  const auto fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(listing)));
+  std::lock_guard lock(s.open->mu);
+  s.open->dirs.insert(fh);
+  return fh;
+}
+void drop_dir(Session& s, uint64_t fh) {
+  {
+    std::lock_guard lock(s.open->mu);
+    s.open->dirs.erase(fh);
+  }
+  delete reinterpret_cast<DirListingPtr*>(fh);
+}
+
 struct stat to_stat(const Attr& a) {
   struct stat st {};
   st.st_ino = a.ino;
@@ -132,8 +160,8 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* /*fi*/) {
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto r = session_of(req).fs.opendir(ino);
   if (!r.is_ok()) return reply_status(req, r.status());
-  fi->fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
-  if (reply(fuse_reply_open, req, fi) == -ENOENT) delete reinterpret_cast<DirListingPtr*>(fi->fh);
+  fi->fh = keep_dir(session_of(req), std::move(r).value());
+  if (reply(fuse_reply_open, req, fi) == -ENOENT) drop_dir(session_of(req), fi->fh);
 }
 
 // Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
@@ -194,7 +222,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-  delete reinterpret_cast<DirListingPtr*>(fi->fh);
+  drop_dir(session_of(req), fi->fh);
   reply(fuse_reply_err, req, 0);
 }
 
@@ -202,9 +230,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto r = session_of(req).fs.open(ino, fi->flags);
   if (!r.is_ok()) return reply_status(req, r.status());
   fi->keep_cache = r->keep_cache ? 1 : 0;
-  fi->fh = reinterpret_cast<uint64_t>(r->handle.release());
+  fi->fh = keep_file(session_of(req), std::move(r->handle));
   if (reply(fuse_reply_open, req, fi) == -ENOENT) {
-    session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
+    session_of(req).fs.release(take_file(session_of(req), fi->fh));
   }
 }
 
@@ -226,7 +254,7 @@ void op_read(fuse_req_t req, fuse_ino_t /*ino*/, size_t size, off_t off, fuse_fi
 }
 
 void op_release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi) {
-  session_of(req).fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
+  session_of(req).fs.release(take_file(session_of(req), fi->fh));
   reply(fuse_reply_err, req, 0);
 }
 
@@ -287,10 +315,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   if (!r.is_ok()) return reply_status(req, r.status());
   fuse_entry_param e = to_entry(s, r->attr);
   fi->keep_cache = 0;
-  fi->fh = reinterpret_cast<uint64_t>(r->open.handle.release());
-  if (reply(fuse_reply_create, req, &e, fi) == -ENOENT) {
-    s.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fi->fh)));
-  }
+  fi->fh = keep_file(s, std::move(r->open.handle));
+  if (reply(fuse_reply_create, req, &e, fi) == -ENOENT) s.fs.release(take_file(s, fi->fh));
 }
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
@@ -492,5 +518,21 @@ fuse_lowlevel_ops make_ops() {
 }  // namespace
 
 void fill_fuse_ops(fuse_lowlevel_ops& ops) { ops = make_ops(); }
+
+void release_open_handles(FuseCallbackState& state) {
+  std::unordered_set<uint64_t> files, dirs;
+  {
+    std::lock_guard lock(state.open->mu);
+    files.swap(state.open->files);
+    dirs.swap(state.open->dirs);
+  }
+  for (uint64_t fh : files)
+    state.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fh)));
+  for (uint64_t fh : dirs) delete reinterpret_cast<DirListingPtr*>(fh);
+  if (!files.empty() || !dirs.empty()) {
+    log::info("released {} files and {} directories the kernel still held open", files.size(),
+              dirs.size());
+  }
+}
 
 }  // namespace warmfs

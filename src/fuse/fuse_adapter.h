@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 
 #include "fs/filesystem.h"
 #include "warmfs/result.h"
@@ -37,7 +40,19 @@ struct FuseOptions {
 struct FuseCallbackState {
   Filesystem& fs;
   const FuseOptions& options;
+  // The file and directory handles the kernel holds (opened, not released yet), as in
+  // fuse_file_info::fh.
+  struct OpenHandles {
+    std::mutex mu;
+    std::unordered_set<uint64_t> files;
+    std::unordered_set<uint64_t> dirs;
+  };
+  std::unique_ptr<OpenHandles> open = std::make_unique<OpenHandles>();
 };
+
+// Releases the handles the kernel never released: a RELEASE it sends after the session's loop
+// stopped (a close racing an unmount or a SIGTERM) is never read. Call once the loop stopped.
+void release_open_handles(FuseCallbackState& state);
 
 // Sets the callbacks warmfs implements in ops; the session's userdata must be a
 // FuseCallbackState that outlives it.

@@ -93,6 +93,7 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
   int rc = fuse_session_loop_mt(se, cfg);
   fuse_loop_cfg_destroy(cfg);
   ready.join();
+  release_open_handles(session);
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -786,6 +786,7 @@ int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std
   const int rc = fuse_session_loop_mt(se, cfg);
   fuse_loop_cfg_destroy(cfg);
   ready.join();
+  release_open_handles(state);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
   const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
