@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "common/heap.h"
 #include "common/log.h"
 
 namespace warmfs::cli {
@@ -29,6 +30,7 @@ void send_ready(int fd, const Status& st) {
 
 void prepare_process() {
   ::umask(077);
+  limit_heap_arenas();
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
     nofile.rlim_cur = nofile.rlim_max;

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <string>
 
@@ -17,8 +18,12 @@
 namespace warmfs::cli {
 
 // The process settings of a mount's daemon and of a cache server: files it creates (the SSD
-// tier's index and regions) are private, and it may hold one descriptor per SSD region.
+// tier's index and regions) are private, it may hold one descriptor per SSD region, and its
+// malloc arenas are capped (common/heap.h). Its caller keeps a HeapTrimmer while it serves.
 void prepare_process();
+
+// How often a daemon gives the free pages of its malloc heap back to the system.
+inline constexpr std::chrono::seconds kHeapTrimInterval{10};
 
 // Readiness message from the serving child to the waiting parent: "0" or "1<message>".
 // Closes fd; nothing when fd < 0 (in the foreground).

@@ -146,6 +146,11 @@ metrics::Collector process_collector() {
     out.gauge("warmfs_process_held_memory_bytes",
               "Memory the process holds: resident set without shared pages, plus its memory file")
         .add(d(pm.held_bytes));
+    out.gauge("warmfs_process_heap_in_use_bytes", "Bytes allocated from the malloc heap")
+        .add(d(pm.heap_in_use_bytes));
+    out.gauge("warmfs_process_heap_free_bytes",
+              "Bytes free inside the malloc heap's arenas, resident or given back to the system")
+        .add(d(pm.heap_free_bytes));
     out.gauge("warmfs_process_start_time_seconds", "When the process started serving, Unix time")
         .add(started);
   };

@@ -27,6 +27,7 @@
 #include "cli/tier_setup.h"
 #include "common/buffer.h"
 #include "common/clock.h"
+#include "common/heap.h"
 #include "common/log.h"
 #include "common/mountinfo.h"
 #include "common/service_notify.h"
@@ -208,6 +209,7 @@ FuseOptions fuse_options_for(const MountArgs& a, const S3Source& src,
 int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::string& mountpoint,
           int ready_fd) {
   prepare_process();
+  HeapTrimmer heap_trimmer(kHeapTrimInterval);
   auto daemon = build_daemon(a, src, std::move(config));
   if (!daemon.is_ok()) {
     send_ready(ready_fd, daemon.status());

@@ -16,6 +16,7 @@
 #include "cli/s3_setup.h"
 #include "cli/tier_setup.h"
 #include "cli/token_file.h"
+#include "common/heap.h"
 #include "common/listen_address.h"
 #include "common/log.h"
 #include "common/service_notify.h"
@@ -105,6 +106,7 @@ int run_serve(const ServeArgs& a) {
 
   // The SSD tier's files are private; it may hold one descriptor per region.
   prepare_process();
+  HeapTrimmer heap_trimmer(kHeapTrimInterval);
   // SIGINT and SIGTERM are taken by sigwait below, not by whichever thread they hit.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/buffer.h"
+#include "common/heap.h"
 
 namespace warmfs {
 
@@ -25,6 +26,9 @@ ProcessMemory process_memory() {
   }
   m.memory_file_bytes = buffer_file_resident_bytes();
   m.held_bytes = m.rss_bytes - std::min(shmem, m.rss_bytes) + m.memory_file_bytes;
+  const HeapStats heap = heap_stats();
+  m.heap_in_use_bytes = heap.in_use_bytes;
+  m.heap_free_bytes = heap.free_bytes;
   return m;
 }
 

@@ -362,6 +362,8 @@ std::string Filesystem::stats_json() const {
                   {"rss_peak_bytes", pm.rss_peak_bytes},
                   {"memory_file_bytes", pm.memory_file_bytes},
                   {"held_bytes", pm.held_bytes},
+                  {"heap_in_use_bytes", pm.heap_in_use_bytes},
+                  {"heap_free_bytes", pm.heap_free_bytes},
                   {"buffer_pool_bytes", buffer_pool_stats().pooled_bytes}};
   j["bucket"] = store_.describe() + (options_.prefix.empty() ? "" : "/" + options_.prefix);
   j["uptime_seconds"] = uptime;
