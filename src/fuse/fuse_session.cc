@@ -1,5 +1,6 @@
 // The life of a mount (fuse/fuse_session.h): the session, the mount, the kernel read-ahead,
-// the readiness check, the loop, and the unmount.
+// the readiness check, the loop, and the unmount; the session and loop that restartable
+// mounts share (fuse/session_loop.h).
 #define FUSE_USE_VERSION 314
 #include "fuse/fuse_session.h"
 
@@ -19,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/mountinfo.h"
+#include "fuse/session_loop.h"
 
 namespace warmfs {
 
@@ -40,23 +42,47 @@ std::vector<std::string> fuse_session_args(const FuseOptions& options) {
   return {"warmfs", "-o", mount_opts};
 }
 
-int run_fuse(Filesystem& fs, const FuseOptions& options,
-             const std::function<void(const Status&)>& on_ready) {
-  std::vector<std::string> argv_s = fuse_session_args(options);
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  // fuse_session_new replaces args with a copy libfuse allocates (fuse_opt_parse): freed on
-  // every return, as libfuse's examples do.
-  struct FreeArgs {
-    fuse_args* args;
-    ~FreeArgs() { fuse_opt_free_args(args); }
-  } free_args{&args};
+SessionArgs::SessionArgs(const FuseOptions& options) : strings_(fuse_session_args(options)) {
+  for (auto& a : strings_) argv_.push_back(a.data());
+  args_ = FUSE_ARGS_INIT(static_cast<int>(argv_.size()), argv_.data());
+}
 
-  FuseCallbackState session{fs, options};
+fuse_session* new_session(SessionArgs& args, FuseCallbackState& state) {
   fuse_lowlevel_ops ops{};
   fill_fuse_ops(ops);
-  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, &session);
+  return fuse_session_new(args.get(), &ops, sizeof ops, &state);
+}
+
+int serve_session(fuse_session* se, FuseCallbackState& state, const FuseOptions& options,
+                  bool clone_fd, const std::function<void(const Status&)>& on_ready) {
+  // Report readiness once the mount answers: a stat of the root is served by the loop.
+  std::thread ready([&options, &on_ready] {
+    struct stat st {};
+    if (::stat(options.mountpoint.c_str(), &st) == 0) {
+      on_ready(Status::ok());
+    } else {
+      on_ready(
+          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
+    }
+  });
+  fuse_loop_config* cfg = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(cfg, clone_fd ? 1 : 0);
+  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
+  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
+  const int rc = fuse_session_loop_mt(se, cfg);
+  fuse_loop_cfg_destroy(cfg);
+  ready.join();
+  release_open_handles(state);
+  // The loop returns the number of the signal that ended it: a requested, clean stop.
+  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
+  return clean ? 0 : 1;
+}
+
+int run_fuse(Filesystem& fs, const FuseOptions& options,
+             const std::function<void(const Status&)>& on_ready) {
+  SessionArgs args(options);
+  FuseCallbackState state{fs, options};
+  fuse_session* se = new_session(args, state);
   if (se == nullptr) {
     on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
     return 1;
@@ -75,31 +101,11 @@ int run_fuse(Filesystem& fs, const FuseOptions& options,
     return 1;
   }
   raise_read_ahead(options);
-  // Report readiness once the mount answers: a stat of the root is served by the loop.
-  std::thread ready([&options, &on_ready] {
-    struct stat st {};
-    if (::stat(options.mountpoint.c_str(), &st) == 0) {
-      on_ready(Status::ok());
-    } else {
-      on_ready(
-          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
-    }
-  });
-
-  fuse_loop_config* cfg = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(cfg, 1);
-  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
-  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
-  int rc = fuse_session_loop_mt(se, cfg);
-  fuse_loop_cfg_destroy(cfg);
-  ready.join();
-  release_open_handles(session);
+  const int rc = serve_session(se, state, options, /*clone_fd=*/true, on_ready);
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  // The loop returns the number of the signal that ended it: a requested, clean stop.
-  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
-  return clean ? 0 : 1;
+  return rc;
 }
 
 Status unmount_path(const std::string& path) {

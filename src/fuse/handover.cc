@@ -12,21 +12,19 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <condition_variable>
-#include <csignal>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
-#include <sstream>
-#include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "common/hex.h"
 #include "common/log.h"
 #include "fuse/fuse_session.h"
+#include "fuse/handover_journal.h"
+#include "fuse/session_loop.h"
 
 namespace warmfs {
 namespace {
@@ -45,21 +43,11 @@ bool opened_for_writing(uint32_t flags) {
   return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
 }
 
-// Writes path whole (through a temporary and a rename), or fails.
-bool write_file_atomic(const std::string& path, const void* data, size_t size) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  const bool ok = ::write(fd, data, size) == static_cast<ssize_t>(size);
-  ::close(fd);
-  return ok && ::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The generation a file holds; 0 when it holds none.
+uint64_t parse_generation(const std::string& text) {
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc() && (end == text.data() + text.size() || *end == '\n') ? n : 0;
 }
 
 // What the kernel asked, kept from a request until its reply.
@@ -72,28 +60,10 @@ struct Pending {
   uint32_t flags = 0;       // OPEN, CREATE
 };
 
-// A node id the kernel holds, as the journal says.
-struct JournalNode {
-  uint64_t parent = 0;
-  std::string name;
-  uint64_t nlookup = 0;
-};
-
-// A file handle the kernel holds.
-struct Handle {
-  uint64_t local = 0;  // this daemon's (a FileHandle* or a DirListingPtr*); 0: none yet
-  uint64_t nodeid = 0;
-  uint32_t flags = 0;
-  bool dir = false;
-};
-
 class Handover {
  public:
   Handover(Filesystem& fs, int fd, std::string state_dir)
-      : fs_(fs), fd_(fd), dir_(std::move(state_dir)) {}
-  ~Handover() {
-    if (journal_fd_ >= 0) ::close(journal_fd_);
-  }
+      : fs_(fs), fd_(fd), dir_(std::move(state_dir)), journal_(dir_ + "/journal") {}
 
   // Reads the state directory: this daemon's generation, and, after a restart, the INIT and
   // the journal, whose nodes are adopted and whose handles are known as an earlier daemon's.
@@ -110,14 +80,11 @@ class Handover {
   // Translates the handle token at fh; true if answered here. mu_ held.
   bool translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh);
   void answer(uint64_t unique, int err);
-  void journal(const std::string& line);                                          // mu_ held
-  std::string node_name(uint64_t nodeid) const;                                   // mu_ held
   uint64_t new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir);  // mu_ held
-  void replay(const std::string& text);
-  std::string compact_journal() const;  // mu_ held
+  // Adopts the nodes an earlier daemon's journal names; keeps its handles as its.
+  void replay(handover::JournalState earlier);
   // Rewrites the journal from what it says now once it has grown past kCompactAt; mu_ held.
   void maybe_compact();
-  void forgotten(uint64_t nodeid, uint64_t n);  // mu_ held
 
   Filesystem& fs_;
   const int fd_;
@@ -133,105 +100,45 @@ class Handover {
   bool init_done_ = false;  // guarded by init_mu_: reads wait for it once INIT is read
 
   mutable std::mutex mu_;  // guards what follows
-  int journal_fd_ = -1;
-  uint64_t journal_bytes_ = 0;
+  handover::JournalFile journal_;
+  handover::JournalState state_;  // what the journal says: nodes, and handles by token
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, Pending> pending_;  // by unique
-  std::unordered_map<uint64_t, Handle> handles_;   // by token
-  std::map<uint64_t, JournalNode> nodes_;          // by node id: what the journal says
 };
 
 Status Handover::start() {
-  const std::string gen_text = read_file(dir_ + "/generation");
-  if (!gen_text.empty()) generation_ = std::stoull(gen_text) + 1;
-  const std::string gen = std::to_string(generation_);
-  if (!write_file_atomic(dir_ + "/generation", gen.data(), gen.size()))
-    return Status(Errc::kIo, "cannot write " + dir_ + "/generation: " + std::strerror(errno));
-  init_ = read_file(dir_ + "/init");
+  init_ = handover::read_whole_file(dir_ + "/init");
   restarted_ = init_.size() >= sizeof(fuse_in_header);
+  handover::JournalState earlier;
   if (restarted_) {
     fuse_in_header in;
     std::memcpy(&in, init_.data(), sizeof in);
     init_unique_ = in.unique;
-    replay(read_file(dir_ + "/journal"));
+    earlier = handover::parse_journal(handover::read_whole_file(dir_ + "/journal"));
   }
-  std::string compact;
-  {
-    std::lock_guard lock(mu_);
-    compact = compact_journal();
-  }
-  if (!write_file_atomic(dir_ + "/journal", compact.data(), compact.size()))
-    return Status(Errc::kIo, "cannot write " + dir_ + "/journal: " + std::strerror(errno));
-  journal_fd_ = ::open((dir_ + "/journal").c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (journal_fd_ < 0)
-    return Status(Errc::kIo, "cannot open " + dir_ + "/journal: " + std::strerror(errno));
-  journal_bytes_ = compact.size();
-  return Status::ok();
+  // Above every earlier daemon's: the file says how many served, and a handle in the journal
+  // names its daemon's generation too (should the file be lost or torn).
+  generation_ = parse_generation(handover::read_whole_file(dir_ + "/generation")) + 1;
+  if (!earlier.handles.empty())
+    generation_ = std::max(generation_, (earlier.handles.rbegin()->first >> kTokenCounterBits) + 1);
+  const std::string gen = std::to_string(generation_);
+  if (!handover::write_file_atomic(dir_ + "/generation", gen.data(), gen.size()))
+    return Status(Errc::kIo, "cannot write " + dir_ + "/generation: " + std::strerror(errno));
+  if (restarted_) replay(std::move(earlier));
+  std::lock_guard lock(mu_);
+  return journal_.rewrite(handover::compact_journal(state_));
 }
 
-// Journal lines (names in hex): "L node parent name" a reply handed out node (one lookup),
-// "F node n" the kernel forgot n lookups, "R parent name newparent newname" a rename,
-// "N node parent name n" a node with n lookups (a compacted journal), "H token node flags dir"
-// an open handle, "X token" its release. A torn last line is skipped.
-void Handover::replay(const std::string& text) {
-  std::istringstream lines(text);
-  std::string line;
-  std::map<uint64_t, JournalNode> nodes;
-  while (std::getline(lines, line)) {
-    std::istringstream f(line);
-    char kind = 0;
-    f >> kind;
-    if (kind == 'L' || kind == 'N') {
-      uint64_t node = 0, parent = 0, n = 1;
-      std::string hex;
-      f >> node >> parent >> hex;
-      if (kind == 'N') f >> n;
-      auto name = from_hex(hex);
-      if (!f || !name) continue;
-      JournalNode& j = nodes[node];
-      j.parent = parent;
-      j.name = *name;
-      j.nlookup += n;
-    } else if (kind == 'F') {
-      uint64_t node = 0, n = 0;
-      f >> node >> n;
-      auto it = nodes.find(node);
-      if (!f || it == nodes.end()) continue;
-      it->second.nlookup = n >= it->second.nlookup ? 0 : it->second.nlookup - n;
-      if (it->second.nlookup == 0) nodes.erase(it);
-    } else if (kind == 'R') {
-      uint64_t parent = 0, new_parent = 0;
-      std::string hex, new_hex;
-      f >> parent >> hex >> new_parent >> new_hex;
-      auto name = from_hex(hex);
-      auto new_name = from_hex(new_hex);
-      if (!f || !name || !new_name) continue;
-      for (auto& [_, j] : nodes) {
-        if (j.parent == parent && j.name == *name) {
-          j.parent = new_parent;
-          j.name = *new_name;
-        }
-      }
-    } else if (kind == 'H') {
-      uint64_t token = 0, node = 0;
-      uint32_t flags = 0;
-      int dir = 0;
-      f >> token >> node >> flags >> dir;
-      if (f) handles_[token] = Handle{0, node, flags, dir != 0};
-    } else if (kind == 'X') {
-      uint64_t token = 0;
-      f >> token;
-      handles_.erase(token);
-    }
-  }
+void Handover::replay(handover::JournalState earlier) {
   // Parents before children: a node is adopted once the id of its parent names it.
   size_t adopted = 0, lost = 0;
   std::map<uint64_t, int> state;  // 1 adopted, 2 failed
+  auto& nodes = earlier.nodes;
   std::function<bool(uint64_t)> adopt = [&](uint64_t node) -> bool {
     if (node == FUSE_ROOT_ID) return true;
     auto s = state.find(node);
     if (s != state.end()) return s->second == 1;
-    state[node] = 2;  // a cycle (it cannot happen) fails
+    state[node] = 2;  // a cycle (in a damaged journal) fails
     auto it = nodes.find(node);
     if (it == nodes.end() || !adopt(it->second.parent)) return false;
     Status st = fs_.adopt(node, it->second.parent, it->second.name, it->second.nlookup);
@@ -249,75 +156,25 @@ void Handover::replay(const std::string& text) {
   for (auto it = nodes.begin(); it != nodes.end();) {
     it = state[it->first] == 1 ? std::next(it) : nodes.erase(it);
   }
-  nodes_ = std::move(nodes);
+  std::lock_guard lock(mu_);
+  state_ = std::move(earlier);
   log::info(
       "restart: generation {}, {} nodes taken over ({} lost), {} open handles of the "
       "daemon before",
-      generation_, adopted, lost, handles_.size());
-}
-
-std::string Handover::compact_journal() const {
-  std::string out;
-  for (const auto& [node, j] : nodes_) {
-    out += "N " + std::to_string(node) + " " + std::to_string(j.parent) + " " + to_hex(j.name) +
-           " " + std::to_string(j.nlookup) + "\n";
-  }
-  for (const auto& [token, h] : handles_) {
-    out += "H " + std::to_string(token) + " " + std::to_string(h.nodeid) + " " +
-           std::to_string(h.flags) + " " + (h.dir ? "1" : "0") + "\n";
-  }
-  return out;
-}
-
-void Handover::journal(const std::string& line) {
-  // One write per line (O_APPEND): a crash loses at most the line being written.
-  if (::write(journal_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    log::warn("restart journal: write failed: {}", std::strerror(errno));
-  journal_bytes_ += line.size();
-}
-
-void Handover::forgotten(uint64_t nodeid, uint64_t n) {
-  auto it = nodes_.find(nodeid);
-  if (it == nodes_.end()) return;
-  it->second.nlookup = n >= it->second.nlookup ? 0 : it->second.nlookup - n;
-  if (it->second.nlookup == 0) nodes_.erase(it);
+      generation_, adopted, lost, state_.handles.size());
 }
 
 void Handover::maybe_compact() {
-  if (journal_bytes_ < kCompactAt) return;
-  const std::string text = compact_journal();
-  const std::string path = dir_ + "/journal";
-  if (!write_file_atomic(path, text.data(), text.size())) {
-    log::warn("restart journal: cannot compact it: {}", std::strerror(errno));
-    journal_bytes_ = 0;  // tried again after as many bytes
-    return;
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) {
-    log::warn("restart journal: cannot reopen it: {}", std::strerror(errno));
-    return;  // the old descriptor writes to the replaced file: lost, as its lines are
-  }
-  ::close(journal_fd_);
-  journal_fd_ = fd;
-  journal_bytes_ = text.size();
-}
-
-std::string Handover::node_name(uint64_t nodeid) const {
-  std::string path;
-  for (int depth = 0; nodeid != FUSE_ROOT_ID && depth < 64; ++depth) {
-    auto it = nodes_.find(nodeid);
-    if (it == nodes_.end()) return "node " + std::to_string(nodeid);
-    path = "/" + it->second.name + path;
-    nodeid = it->second.parent;
-  }
-  return path.empty() ? "/" : path;
+  if (journal_.bytes() < kCompactAt) return;
+  if (Status st = journal_.rewrite(handover::compact_journal(state_)); !st.is_ok())
+    log::warn("restart journal: cannot compact it: {}", st.to_string());
 }
 
 uint64_t Handover::new_token(uint64_t local, uint64_t nodeid, uint32_t flags, bool dir) {
   const uint64_t token = (generation_ << kTokenCounterBits) | next_token_++;
-  handles_[token] = Handle{local, nodeid, flags, dir};
-  journal("H " + std::to_string(token) + " " + std::to_string(nodeid) + " " +
-          std::to_string(flags) + " " + (dir ? "1" : "0") + "\n");
+  const handover::JournalHandle h{nodeid, flags, dir, local};
+  state_.handles[token] = h;
+  journal_.append(handover::handle_line(token, h));
   return token;
 }
 
@@ -355,7 +212,7 @@ ssize_t Handover::read(void* buf, size_t len) {
     if (in->opcode == FUSE_INIT) {
       std::lock_guard lock(init_mu_);
       init_read_ = true;
-      if (!write_file_atomic(dir_ + "/init", buf, static_cast<size_t>(n)))
+      if (!handover::write_file_atomic(dir_ + "/init", buf, static_cast<size_t>(n)))
         log::error("restart: cannot keep the INIT request: a restart will not work");
       std::lock_guard l(mu_);
       pending_[in->unique] = Pending{FUSE_INIT};
@@ -366,27 +223,27 @@ ssize_t Handover::read(void* buf, size_t len) {
 }
 
 bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh) {
-  auto it = handles_.find(*fh);
+  auto it = state_.handles.find(*fh);
   const uint32_t op = in.opcode;
-  if (it != handles_.end() && it->second.local != 0) {
+  if (it != state_.handles.end() && it->second.local != 0) {
     const uint64_t token = *fh;
     *fh = it->second.local;
     if (op == FUSE_RELEASE || op == FUSE_RELEASEDIR) {
-      handles_.erase(it);
-      journal("X " + std::to_string(token) + "\n");
+      state_.handles.erase(it);
+      journal_.append(handover::release_line(token));
     }
     return false;
   }
   // A handle of an earlier daemon (or none this mount knows).
-  const bool known = it != handles_.end();
-  const Handle h = known ? it->second : Handle{};
+  const bool known = it != state_.handles.end();
+  const handover::JournalHandle h = known ? it->second : handover::JournalHandle{};
   const bool writing = known && opened_for_writing(h.flags);
   switch (op) {
     case FUSE_RELEASE:
     case FUSE_RELEASEDIR:
       if (known) {
-        journal("X " + std::to_string(*fh) + "\n");
-        handles_.erase(it);
+        journal_.append(handover::release_line(*fh));
+        state_.handles.erase(it);
       }
       answer(in.unique, 0);
       return true;
@@ -394,7 +251,7 @@ bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh
       if (known && !h.dir && !writing) {
         auto r = fs_.open(h.nodeid, O_RDONLY);
         if (!r.is_ok()) {
-          log::warn("restart: cannot reopen {} for reading: {}", node_name(h.nodeid),
+          log::warn("restart: cannot reopen {} for reading: {}", state_.path_of(h.nodeid),
                     r.status().to_string());
           answer(in.unique, EIO);
           return true;
@@ -443,7 +300,7 @@ bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh
       : op == FUSE_FSYNC ? "fsync"
       : op == FUSE_FLUSH ? "close"
                          : "request",
-      known ? node_name(h.nodeid) : std::string("a file"), writing ? "for writing " : "");
+      known ? state_.path_of(h.nodeid) : std::string("a file"), writing ? "for writing " : "");
   answer(in.unique, EIO);
   return true;
 }
@@ -492,8 +349,8 @@ bool Handover::take_request(char* buf, size_t n) {
     case FUSE_FORGET:
       if (body_len >= sizeof(fuse_forget_in)) {
         const uint64_t n = reinterpret_cast<fuse_forget_in*>(body)->nlookup;
-        journal("F " + std::to_string(in->nodeid) + " " + std::to_string(n) + "\n");
-        forgotten(in->nodeid, n);
+        journal_.append(handover::forget_line(in->nodeid, n));
+        state_.forgot(in->nodeid, n);
         maybe_compact();
       }
       return false;
@@ -506,10 +363,10 @@ bool Handover::take_request(char* buf, size_t n) {
         if (off + sizeof(fuse_forget_one) > body_len) break;
         fuse_forget_one one;
         std::memcpy(&one, body + off, sizeof one);
-        lines += "F " + std::to_string(one.nodeid) + " " + std::to_string(one.nlookup) + "\n";
-        forgotten(one.nodeid, one.nlookup);
+        lines += handover::forget_line(one.nodeid, one.nlookup);
+        state_.forgot(one.nodeid, one.nlookup);
       }
-      journal(lines);
+      journal_.append(lines);
       maybe_compact();
       return false;
     }
@@ -621,12 +478,8 @@ ssize_t Handover::writev(iovec* iov, int count) {
     std::lock_guard lock(mu_);
     auto entry = [&](const fuse_entry_out& e, uint64_t parent, const std::string& name) {
       if (e.nodeid == 0) return;
-      journal("L " + std::to_string(e.nodeid) + " " + std::to_string(parent) + " " + to_hex(name) +
-              "\n");
-      JournalNode& j = nodes_[e.nodeid];
-      j.parent = parent;
-      j.name = name;
-      ++j.nlookup;
+      journal_.append(handover::lookup_line(e.nodeid, parent, name));
+      state_.looked_up(e.nodeid, parent, name);
     };
     switch (p.opcode) {
       case FUSE_LOOKUP:
@@ -659,14 +512,8 @@ ssize_t Handover::writev(iovec* iov, int count) {
         break;
       case FUSE_RENAME:
       case FUSE_RENAME2:
-        journal("R " + std::to_string(p.nodeid) + " " + to_hex(p.name) + " " +
-                std::to_string(p.new_parent) + " " + to_hex(p.new_name) + "\n");
-        for (auto& [_, j] : nodes_) {
-          if (j.parent == p.nodeid && j.name == p.name) {
-            j.parent = p.new_parent;
-            j.name = p.new_name;
-          }
-        }
+        journal_.append(handover::rename_line(p.nodeid, p.name, p.new_parent, p.new_name));
+        state_.renamed(p.nodeid, p.name, p.new_parent, p.new_name);
         break;
       case FUSE_READDIRPLUS:
         for (size_t off = 0; off + FUSE_NAME_OFFSET_DIRENTPLUS <= body_len;) {
@@ -700,16 +547,9 @@ Handover& handover_of(void* userdata) {
 }  // namespace
 
 Result<int> mount_session_fd(const FuseOptions& options) {
-  std::vector<std::string> argv_s = fuse_session_args(options);
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  struct FreeArgs {
-    fuse_args* args;
-    ~FreeArgs() { fuse_opt_free_args(args); }
-  } free_args{&args};
-  fuse_lowlevel_ops ops{};
-  fuse_session* se = fuse_session_new(&args, &ops, sizeof ops, nullptr);
+  SessionArgs args(options);
+  fuse_lowlevel_ops ops{};  // nothing is served here: the daemon serves the descriptor
+  fuse_session* se = fuse_session_new(args.get(), &ops, sizeof ops, nullptr);
   if (se == nullptr) return Status(Errc::kInternal, "cannot create the FUSE session");
   if (fuse_session_mount(se, options.mountpoint.c_str()) != 0) {
     fuse_session_destroy(se);
@@ -731,20 +571,9 @@ int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std
     on_ready(st);
     return 1;
   }
-  std::vector<std::string> argv_s = fuse_session_args(options);
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
-  struct FreeArgs {
-    fuse_args* args;
-    ~FreeArgs() { fuse_opt_free_args(args); }
-  } free_args{&args};
-
+  SessionArgs args(options);
   HandoverState state{{fs, options}, &handover};
-  fuse_lowlevel_ops ops{};
-  fill_fuse_ops(ops);
-  fuse_session* se =
-      fuse_session_new(&args, &ops, sizeof ops, static_cast<FuseCallbackState*>(&state));
+  fuse_session* se = new_session(args, state);
   if (se == nullptr) {
     on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
     return 1;
@@ -767,30 +596,13 @@ int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std
     on_ready(Status(Errc::kInternal, "cannot install signal handlers"));
     return 1;
   }
-  std::thread ready([&options, &on_ready] {
-    struct stat st {};
-    if (::stat(options.mountpoint.c_str(), &st) == 0) {
-      on_ready(Status::ok());
-    } else {
-      on_ready(
-          Status(Errc::kIo, std::string("the mount does not answer: ") + std::strerror(errno)));
-    }
-  });
   // One descriptor for all workers (no clone_fd): requests a daemon read and did not answer
   // stay on this descriptor's queue for the resend, where a cloned descriptor would fail
   // them when its daemon goes.
-  fuse_loop_config* cfg = fuse_loop_cfg_create();
-  fuse_loop_cfg_set_clone_fd(cfg, 0);
-  fuse_loop_cfg_set_max_threads(cfg, options.max_threads);
-  fuse_loop_cfg_set_idle_threads(cfg, std::min(options.max_threads, 8u));
-  const int rc = fuse_session_loop_mt(se, cfg);
-  fuse_loop_cfg_destroy(cfg);
-  ready.join();
-  release_open_handles(state);
+  const int rc = serve_session(se, state, options, /*clone_fd=*/false, on_ready);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);
-  const bool clean = rc == 0 || rc == SIGTERM || rc == SIGINT || rc == SIGHUP;
-  return clean ? 0 : 1;
+  return rc;
 }
 
 }  // namespace warmfs
