@@ -59,7 +59,7 @@ NodeAttr Metadata::attr_of(const Node& n) const {
     a.unlinked = !indexed_locked(n);
   }
   if (auto it = known_.find(known_key(n.path, n.is_dir)); it != known_.end()) {
-    a.attrs = it->second.attrs;
+    a.attrs = it->second.attrs_or_none();
   }
   if (n.is_dir && n.mtime_sec != 0) {
     // Entries changed through this mount since: that is its mtime and ctime.
@@ -356,7 +356,7 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   std::lock_guard lock(mu_);
   WARMFS_ASSIGN_OR_RETURN(std::string path, child_path_locked(parent, name));
   bound_known_locked();
-  known_[known_key(path, false)] = Known{"", 0, attrs, nullptr, nullptr};
+  known_[known_key(path, false)] = Known{"", 0, shared_attrs_locked(attrs), nullptr, nullptr};
   Node* n = node_at_locked(path);
   if (n != nullptr && n->is_dir) n = nullptr;
   if (n == nullptr) n = &new_node_locked(parent, path);
@@ -382,7 +382,7 @@ Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name, const
     WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
     bound_known_locked();
     known_[known_key(path, true)] =
-        Known{"", 0, attrs, std::make_shared<const ObjectHeaders>(headers), nullptr};
+        Known{"", 0, shared_attrs_locked(attrs), make_stored(headers), nullptr};
     DirEntry e{std::string(name), true, 0, options_.dir_mtime_sec, ""};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));

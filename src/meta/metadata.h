@@ -264,14 +264,28 @@ class Metadata {
     DirListingPtr listing;
   };
   // Attributes of one path (a directory's as "path/"), for the version they were read of.
+  // An object's headers and the attributes they say (attrs_from_metadata), in one allocation;
+  // the headers without the attributes' own names (kAttrMetadataNames), kept only parsed.
+  struct StoredHeaders {
+    ObjectHeaders headers;
+    ObjectAttrs attrs;
+  };
+  static std::shared_ptr<const StoredHeaders> make_stored(const ObjectHeaders& headers);
+  // The attributes stored headers say, pointing into them; null when they say none.
+  static std::shared_ptr<const ObjectAttrs> attrs_in(
+      const std::shared_ptr<const StoredHeaders>& stored);
   struct Known {
     Etag etag;                  // files: the version (with last_modified) they belong to
     int64_t last_modified = 0;  // files: Last-Modified of that version
-    ObjectAttrs attrs;
+    // What the object's metadata (or this mount) sets; null when nothing is, as for most
+    // objects of a dataset. Read from the headers: it points into `stored` (no copy of its
+    // own); set here: equal ones in a row share one copy (shared_attrs_locked()).
+    std::shared_ptr<const ObjectAttrs> attrs;
     // Headers as the bucket has them (null: none known, or no marker for a directory).
-    std::shared_ptr<const ObjectHeaders> stored;
+    std::shared_ptr<const StoredHeaders> stored;
     // Symlinks, once read (a pointer: one per path known, and most are not symlinks).
     std::unique_ptr<const std::string> link_target;
+    const ObjectAttrs& attrs_or_none() const;
   };
   static constexpr size_t kMaxKnown = 1 << 18;      // entries kept (cleared past it)
   static constexpr unsigned kAttrHeadThreads = 16;  // HEADs at once when listing
@@ -321,7 +335,9 @@ class Metadata {
   void fetch_attrs(const std::string& dir_path, const DirListing& listing);
   // Headers equal to the ones recorded last share their copy (the objects of a tree mostly
   // carry the same: one allocation, not one per object); mu_ held.
-  std::shared_ptr<const ObjectHeaders> shared_headers_locked(const std::string& content_type,
+  // Null for attributes that set nothing; the last copy made when equal to it.
+  std::shared_ptr<const ObjectAttrs> shared_attrs_locked(const ObjectAttrs& attrs);
+  std::shared_ptr<const StoredHeaders> shared_headers_locked(const std::string& content_type,
                                                              const UserMetadata& metadata);
   // Records what a HEAD of a file said; mu_ held.
   void record_head_locked(const std::string& path, const ObjectInfo& info);
@@ -376,7 +392,8 @@ class Metadata {
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   std::unordered_map<std::string, DirProbes> probes_;        // by directory path
   std::unordered_map<std::string, Known> known_;             // by known_key()
-  std::shared_ptr<const ObjectHeaders> last_headers_;        // shared_headers_locked()
+  std::shared_ptr<const StoredHeaders> last_headers_;        // shared_headers_locked()
+  std::shared_ptr<const ObjectAttrs> last_attrs_;            // shared_attrs_locked()
   std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;

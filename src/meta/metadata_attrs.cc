@@ -31,12 +31,40 @@ void Metadata::bound_known_locked() {
   }
 }
 
-std::shared_ptr<const ObjectHeaders> Metadata::shared_headers_locked(
+const ObjectAttrs& Metadata::Known::attrs_or_none() const {
+  static const ObjectAttrs none;
+  return attrs ? *attrs : none;
+}
+
+std::shared_ptr<const ObjectAttrs> Metadata::shared_attrs_locked(const ObjectAttrs& attrs) {
+  if (attrs == ObjectAttrs{}) return nullptr;
+  if (!last_attrs_ || *last_attrs_ != attrs)
+    last_attrs_ = std::make_shared<const ObjectAttrs>(attrs);
+  return last_attrs_;
+}
+
+std::shared_ptr<const Metadata::StoredHeaders> Metadata::make_stored(const ObjectHeaders& headers) {
+  StoredHeaders s{headers, attrs_from_metadata(headers.metadata)};
+  // The attributes are kept parsed, not again as text: headers_for() writes them back.
+  for (const char* name : kAttrMetadataNames) s.headers.metadata.erase(name);
+  return std::make_shared<const StoredHeaders>(std::move(s));
+}
+
+std::shared_ptr<const ObjectAttrs> Metadata::attrs_in(
+    const std::shared_ptr<const StoredHeaders>& stored) {
+  if (!stored || stored->attrs == ObjectAttrs{}) return nullptr;
+  return std::shared_ptr<const ObjectAttrs>(stored, &stored->attrs);  // shares its allocation
+}
+
+std::shared_ptr<const Metadata::StoredHeaders> Metadata::shared_headers_locked(
     const std::string& content_type, const UserMetadata& metadata) {
+  auto made = make_stored(ObjectHeaders{content_type, metadata});
   const auto& last = last_headers_;
-  if (!last || last->content_type != content_type || last->metadata != metadata) {
-    last_headers_ = std::make_shared<const ObjectHeaders>(ObjectHeaders{content_type, metadata});
+  if (last && last->headers.content_type == made->headers.content_type &&
+      last->headers.metadata == made->headers.metadata && last->attrs == made->attrs) {
+    return last_headers_;
   }
+  last_headers_ = std::move(made);
   return last_headers_;
 }
 
@@ -46,8 +74,8 @@ void Metadata::record_head_locked(const std::string& path, const ObjectInfo& inf
   if (k.etag != info.etag || k.last_modified != info.mtime_sec) k.link_target.reset();
   k.etag = info.etag;
   k.last_modified = info.mtime_sec;
-  k.attrs = attrs_from_metadata(info.metadata);
   k.stored = shared_headers_locked(info.content_type, info.metadata);
+  k.attrs = attrs_in(k.stored);
 }
 
 void Metadata::ensure_root_known() {
@@ -74,8 +102,8 @@ void Metadata::ensure_known(const std::string& path, DirEntry& e) {
     bound_known_locked();
     Known& k = known_[known_key(path, true)];
     if (head.is_ok()) {
-      k.attrs = attrs_from_metadata(head->metadata);
       k.stored = shared_headers_locked(head->content_type, head->metadata);
+      k.attrs = attrs_in(k.stored);
     } else {
       k = Known{};
     }
@@ -132,9 +160,9 @@ Result<NodeAttr> Metadata::add_object(uint64_t parent, std::string_view name,
     std::lock_guard lock(mu_);
     WARMFS_ASSIGN_OR_RETURN(path, child_path_locked(parent, name));
     bound_known_locked();
+    auto stored = make_stored(headers);
     known_[known_key(path, false)] =
-        Known{info.etag, info.mtime_sec, attrs_from_metadata(headers.metadata),
-              std::make_shared<const ObjectHeaders>(headers), nullptr};
+        Known{info.etag, info.mtime_sec, attrs_in(stored), stored, nullptr};
     DirEntry e{std::string(name), false, info.size, info.mtime_sec, info.etag};
     edit_listing_locked(std::string(dir_name(path)), name, &e);
     touch_dir_locked(dir_name(path));
@@ -154,7 +182,7 @@ void Metadata::set_attrs(uint64_t ino, const ObjectAttrs& attrs) {
     kit->second.etag = n.etag;
     kit->second.last_modified = n.mtime_sec;
   }
-  kit->second.attrs = attrs;
+  kit->second.attrs = shared_attrs_locked(attrs);
 }
 
 void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHeaders& headers) {
@@ -163,12 +191,12 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   if (it == nodes_.end()) return;
   Node& n = it->second;
   Known& k = known_[known_key(n.path, n.is_dir)];
-  k.attrs = attrs_from_metadata(headers.metadata);
-  k.stored = std::make_shared<const ObjectHeaders>(headers);
+  k.stored = make_stored(headers);
+  k.attrs = attrs_in(k.stored);
   if (n.is_dir) {
     // Times set now (utimens: rsync -a sets a directory's after filling it) win over the
     // changes made in it before, however old the times set are; a later change wins again.
-    if (k.attrs.mtime) n.mtime_sec = 0;
+    if (k.attrs && k.attrs->mtime) n.mtime_sec = 0;
     return;
   }
   k.etag = info.etag;
@@ -186,9 +214,11 @@ void Metadata::content_changed(uint64_t ino) {
   auto it = nodes_.find(ino);
   if (it == nodes_.end() || it->second.is_dir) return;
   auto kit = known_.find(known_key(it->second.path, false));
-  if (kit == known_.end()) return;
-  kit->second.attrs.mtime.reset();
-  kit->second.attrs.ctime.reset();
+  if (kit == known_.end() || !kit->second.attrs) return;
+  ObjectAttrs a = *kit->second.attrs;
+  a.mtime.reset();
+  a.ctime.reset();
+  kit->second.attrs = shared_attrs_locked(a);
 }
 
 ObjectHeaders Metadata::headers_for(uint64_t ino) {
@@ -198,9 +228,9 @@ ObjectHeaders Metadata::headers_for(uint64_t ino) {
   if (it == nodes_.end()) return h;
   auto kit = known_.find(known_key(it->second.path, it->second.is_dir));
   if (kit == known_.end()) return h;
-  if (kit->second.stored) h = *kit->second.stored;
+  if (kit->second.stored) h = kit->second.stored->headers;
   for (const char* name : kAttrMetadataNames) h.metadata.erase(name);
-  attrs_to_metadata(kit->second.attrs, h.metadata);
+  attrs_to_metadata(kit->second.attrs_or_none(), h.metadata);
   return h;
 }
 
