@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -24,7 +25,8 @@ void JournalState::looked_up(uint64_t node, uint64_t parent, std::string name, u
   JournalNode& j = nodes[node];
   j.parent = parent;
   j.name = std::move(name);
-  j.nlookup += n;
+  // Held at the largest count rather than wrapped to 0 (a journal may say anything).
+  j.nlookup = n > UINT64_MAX - j.nlookup ? UINT64_MAX : j.nlookup + n;
 }
 
 void JournalState::forgot(uint64_t node, uint64_t n) {

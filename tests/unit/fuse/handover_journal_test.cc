@@ -40,29 +40,36 @@ TEST_CASE("a journal replays lookups, forgets, renames and handles", "[handover]
   }
 }
 
-TEST_CASE("a damaged journal: torn and garbled lines are skipped, the rest counts",
-          "[handover]") {
+TEST_CASE("a damaged journal: torn and garbled lines are skipped, the rest counts", "[handover]") {
   std::string text = lookup_line(2, 1, "a");
-  text += "L 5 1 zz\n";             // a name that is not hex
-  text += "F 2\n";                  // a field missing
-  text += "Q what\n";               // no such line
-  text += "H 1 2 notanumber 0\n";   // a field that is not a number
+  text += "L 5 1 zz\n";                        // a name that is not hex
+  text += "F 2\n";                             // a field missing
+  text += "Q what\n";                          // no such line
+  text += "H 1 2 notanumber 0\n";              // a field that is not a number
   text += "L 99999999999999999999999 1 61\n";  // out of range
   text += lookup_line(3, 2, "b");
-  text += "X";                      // a torn last line
+  text += "X";  // a torn last line
   const JournalState s = parse_journal(text);
   CHECK(s.nodes.size() == 2);
   CHECK(s.path_of(3) == "/a/b");
   CHECK(s.handles.empty());
   // A cycle of parents does not loop.
-  const JournalState cycle =
-      parse_journal(lookup_line(5, 6, "x") + lookup_line(6, 5, "y"));
+  const JournalState cycle = parse_journal(lookup_line(5, 6, "x") + lookup_line(6, 5, "y"));
   CHECK(!cycle.path_of(5).empty());
 }
 
+// Found by the restart_journal fuzz target: two counts whose sum wraps made a node with no
+// lookup, which the daemon would have adopted with a count of 0.
+TEST_CASE("a journal's lookup counts are held at the largest, never wrapped", "[handover]") {
+  const JournalState s = parse_journal(lookup_line(2, 1, "a") + "N 2 1 61 18446744073709551615\n");
+  REQUIRE(s.nodes.count(2) == 1);
+  CHECK(s.nodes.at(2).nlookup == UINT64_MAX);
+  CHECK(parse_journal(compact_journal(s)).nodes.at(2).nlookup == UINT64_MAX);
+}
+
 TEST_CASE("the journal file is rewritten whole and appended to", "[handover]") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("warmfs-journal-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("warmfs-journal-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "journal").string();
   {
