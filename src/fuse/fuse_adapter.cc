@@ -32,12 +32,7 @@ decltype(auto) reply(Reply fn, fuse_req_t req, Args&&... args) {
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
 
 // A handle given to the kernel, and one it gave back (released).
-uint64_t keep_file(Session& s, std::unique_ptr<FileHandle> h) {
-  const auto fh = reinterpret_cast<uint64_t>(h.release());
-  std::lock_guard lock(s.open->mu);
-  s.open->files.insert(fh);
-  return fh;
-}
+uint64_t keep_file(Session& s, std::unique_ptr<FileHandle> h) { return s.keep_file(std::move(h)); }
 std::unique_ptr<FileHandle> take_file(Session& s, uint64_t fh) {
   {
     std::lock_guard lock(s.open->mu);
@@ -45,12 +40,7 @@ std::unique_ptr<FileHandle> take_file(Session& s, uint64_t fh) {
   }
   return std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fh));
 }
-uint64_t keep_dir(Session& s, DirListingPtr listing) {
-  const auto fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(listing)));
-  std::lock_guard lock(s.open->mu);
-  s.open->dirs.insert(fh);
-  return fh;
-}
+uint64_t keep_dir(Session& s, DirListingPtr listing) { return s.keep_dir(std::move(listing)); }
 void drop_dir(Session& s, uint64_t fh) {
   {
     std::lock_guard lock(s.open->mu);
@@ -518,6 +508,20 @@ fuse_lowlevel_ops make_ops() {
 }  // namespace
 
 void fill_fuse_ops(fuse_lowlevel_ops& ops) { ops = make_ops(); }
+
+uint64_t FuseCallbackState::keep_file(std::unique_ptr<FileHandle> h) {
+  const auto fh = reinterpret_cast<uint64_t>(h.release());
+  std::lock_guard lock(open->mu);
+  open->files.insert(fh);
+  return fh;
+}
+
+uint64_t FuseCallbackState::keep_dir(DirListingPtr listing) {
+  const auto fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(listing)));
+  std::lock_guard lock(open->mu);
+  open->dirs.insert(fh);
+  return fh;
+}
 
 void release_open_handles(FuseCallbackState& state) {
   std::unordered_set<uint64_t> files, dirs;

@@ -48,6 +48,10 @@ struct FuseCallbackState {
     std::unordered_set<uint64_t> dirs;
   };
   std::unique_ptr<OpenHandles> open = std::make_unique<OpenHandles>();
+
+  // A handle given to the kernel (its fuse_file_info::fh), kept in `open` until released.
+  uint64_t keep_file(std::unique_ptr<FileHandle> h);
+  uint64_t keep_dir(DirListingPtr listing);
 };
 
 // Releases the handles the kernel never released: a RELEASE it sends after the session's loop

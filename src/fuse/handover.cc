@@ -69,6 +69,10 @@ class Handover {
   // the journal, whose nodes are adopted and whose handles are known as an earlier daemon's.
   Status start();
   bool restarted() const { return restarted_; }
+  // Where the handles reopened for an earlier daemon's are kept, so that those the kernel
+  // never releases are released when the session ends (release_open_handles). Set before
+  // the loop starts.
+  void set_callbacks(FuseCallbackState* callbacks) { callbacks_ = callbacks; }
 
   ssize_t read(void* buf, size_t len);
   ssize_t writev(iovec* iov, int count);
@@ -87,6 +91,7 @@ class Handover {
   void maybe_compact();
 
   Filesystem& fs_;
+  FuseCallbackState* callbacks_ = nullptr;
   const int fd_;
   const std::string dir_;
   uint64_t generation_ = 1;
@@ -256,7 +261,7 @@ bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh
           answer(in.unique, EIO);
           return true;
         }
-        it->second.local = reinterpret_cast<uint64_t>(r->handle.release());
+        it->second.local = callbacks_->keep_file(std::move(r->handle));
         *fh = it->second.local;
         return false;
       }
@@ -269,7 +274,7 @@ bool Handover::translate_fh(const fuse_in_header& in, uint64_t* fh, bool* has_fh
           answer(in.unique, EIO);
           return true;
         }
-        it->second.local = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(r).value()));
+        it->second.local = callbacks_->keep_dir(std::move(r).value());
         *fh = it->second.local;
         return false;
       }
@@ -573,6 +578,7 @@ int run_fuse_on_fd(Filesystem& fs, const FuseOptions& options, int fd, const std
   }
   SessionArgs args(options);
   HandoverState state{{fs, options}, &handover};
+  handover.set_callbacks(&state);
   fuse_session* se = new_session(args, state);
   if (se == nullptr) {
     on_ready(Status(Errc::kInternal, "cannot create the FUSE session"));
