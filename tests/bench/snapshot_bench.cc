@@ -76,6 +76,7 @@ TEST_CASE("snapshot benchmark", "[snapshot-bench]") {
   auto shared = std::make_shared<const Manifest>(std::move(*loaded));
   SnapshotStore store(bucket, shared);
   MetaOptions mo;
+  mo.object_attrs = false;  // as a snapshot mount has them: read-only (mount_command.cc)
   Metadata meta(store, clock, mo);
   t0 = std::chrono::steady_clock::now();
   auto train = meta.lookup(kRootIno, "train");
@@ -112,7 +113,9 @@ TEST_CASE("snapshot benchmark: one huge directory", "[snapshot-bench]") {
     REQUIRE(b.add(fmt::format("flat/{:09}.bin", i), i, 1, fmt::format("{:032x}", i)).is_ok());
   }
   SnapshotStore store(bucket, std::make_shared<const Manifest>(std::move(b).finish()));
-  Metadata meta(store, clock, MetaOptions{});
+  MetaOptions mo;
+  mo.object_attrs = false;  // as a snapshot mount has them: read-only (mount_command.cc)
+  Metadata meta(store, clock, mo);
   auto t0 = std::chrono::steady_clock::now();
   auto dir = meta.lookup(kRootIno, "flat");
   REQUIRE(dir.is_ok());
