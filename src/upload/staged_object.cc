@@ -537,16 +537,22 @@ void StagedObject::write_through(const ObjectInfo& version, std::function<void()
     if (on_done) on_done();
     return;
   }
-  uint64_t seq, gen;
+  uint64_t seq = 0, gen = 0;
+  bool nothing_to_fill = false;
   {
     std::lock_guard lock(mu_);
-    if (!staged_ || discarded_) {
-      if (on_done) on_done();
-      return;
+    nothing_to_fill = !staged_ || discarded_;
+    if (!nothing_to_fill) {
+      seq = ++fill_seq_;
+      gen = gen_;
+      fill_pending_ = true;
     }
-    seq = ++fill_seq_;
-    gen = gen_;
-    fill_pending_ = true;
+  }
+  // on_done takes the filesystem's locks, which look at this object again (under mu_): it
+  // runs with mu_ let go.
+  if (nothing_to_fill) {
+    if (on_done) on_done();
+    return;
   }
   auto self = shared_from_this();
   const bool queued = up_.fill_.submit([self, version, seq, gen, on_done = std::move(on_done)] {

@@ -29,7 +29,9 @@
 // Memory: the staged bytes are on disk; an upload holds one part in memory per upload thread
 // (8 MiB parts for objects up to 8 GiB; parts grow with the object, see PartPlan).
 //
-// Thread safe. Lock order: flush_mu_ before mu_; mu_ is never held across I/O or requests.
+// Thread safe. Lock order: flush_mu_ before mu_; mu_ is never held across I/O or requests,
+// nor across a caller's callback (write_through's on_done takes the filesystem's locks,
+// which take mu_ again).
 #pragma once
 
 #include <atomic>
