@@ -1,8 +1,11 @@
 #include "common/heap.h"
 
 #include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <functional>
 
 namespace warmfs {
 
@@ -17,8 +20,24 @@ void limit_heap_arenas() {
   ::mallopt(M_ARENA_MAX, arenas);
 }
 
+namespace {
+
+// Starts f on a thread that takes no signal: a process that waits for SIGTERM with sigwait
+// (the cache server) blocks it in its threads, and a thread started before it did so would
+// take the signal and end the process.
+std::thread without_signals(std::function<void()> f) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  std::thread t(std::move(f));
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return t;
+}
+
+}  // namespace
+
 HeapTrimmer::HeapTrimmer(std::chrono::milliseconds every)
-    : every_(every), thread_([this] { run(); }) {}
+    : every_(every), thread_(without_signals([this] { run(); })) {}
 
 HeapTrimmer::~HeapTrimmer() {
   {

@@ -27,7 +27,7 @@ HeapStats heap_stats();
 void limit_heap_arenas();
 
 // Calls malloc_trim(0) every `every`, which returns the whole free pages of every arena to the
-// system, until destroyed.
+// system, until destroyed. Its thread takes no signal.
 class HeapTrimmer {
  public:
   explicit HeapTrimmer(std::chrono::milliseconds every);
