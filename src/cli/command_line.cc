@@ -78,6 +78,10 @@ void MountCommand::register_options(CLI::App& parent) {
                 "answer lookups (no HEAD per object), objects show the defaults below (the "
                 "default of read-only mounts)")
       ->excludes(attrs_on);
+  app->add_flag("--readdirplus-always", args.readdirplus_always,
+                "Give the kernel every listed entry's attributes, for every caller (default: "
+                "names only to a caller until it looks up files it listed; writable mounts "
+                "always give them)");
   app->add_flag("--allow-other", args.allow_other,
                 "Let other users see the mount (needs user_allow_other for non-root)");
   app->add_option("--uid", args.uid,

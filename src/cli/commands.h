@@ -28,7 +28,8 @@ struct MountArgs {
   double metadata_ttl_sec = 60;
   bool read_only = false;
   bool object_attrs = false;  // --object-attrs: HEAD objects for their attributes (read-only too)
-  bool no_object_attrs = false;  // --no-object-attrs: no HEAD per object for its attributes
+  bool no_object_attrs = false;     // --no-object-attrs: no HEAD per object for its attributes
+  bool readdirplus_always = false;  // --readdirplus-always: attributes in every listing reply
   bool allow_other = false;
   int64_t uid = -1;  // -1: the mounting user
   int64_t gid = -1;

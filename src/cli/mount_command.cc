@@ -47,6 +47,14 @@
 namespace warmfs::cli {
 namespace {
 
+// Attributes from objects' metadata cost a HEAD per object's first lookup: the default of
+// writable mounts, where chmod and rsync -a keep them; a read-only mount (a dataset) answers
+// from listings alone unless asked (docs/posix.md).
+bool object_attrs_on(const MountArgs& a) {
+  const bool read_only = a.read_only || (!a.snapshot.empty() && a.branch.empty());
+  return a.object_attrs || (!a.no_object_attrs && !read_only);
+}
+
 S3Flags s3_flags(const MountArgs& a) {
   return S3Flags{a.endpoint, a.region, a.profile, a.no_sign_request, a.path_style};
 }
@@ -128,11 +136,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
   mo.prefix = src.prefix;
   mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
   mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
-  // Attributes from objects' metadata cost a HEAD per object's first lookup: the default of
-  // writable mounts, where chmod and rsync -a keep them; a read-only mount (a dataset) answers
-  // from listings alone unless asked (docs/posix.md).
-  const bool read_only = a.read_only || (!a.snapshot.empty() && a.branch.empty());
-  mo.object_attrs = a.object_attrs || (!a.no_object_attrs && !read_only);
+  mo.object_attrs = object_attrs_on(a);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
   if (!a.cache_dir.empty() && a.snapshot.empty()) {   // docs/ssd-cache.md, "Listing index"
     auto db = KvDb::open(a.cache_dir + "/listings");  // an optimization: mount without it
@@ -203,6 +207,9 @@ FuseOptions fuse_options_for(const MountArgs& a, const S3Source& src,
   fo.entry_timeout_sec = a.metadata_ttl_sec;
   fo.attr_timeout_sec = a.metadata_ttl_sec;
   fo.negative_timeout_sec = a.metadata_ttl_sec;
+  // Names only are exact where a listing is all there is to know of an entry's type: with
+  // objects' attributes read, a symlink's type is in its metadata (docs/posix.md#listings).
+  fo.readdirplus_always = a.readdirplus_always || object_attrs_on(a);
   return fo;
 }
 

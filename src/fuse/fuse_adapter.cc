@@ -31,6 +31,12 @@ decltype(auto) reply(Reply fn, fuse_req_t req, Args&&... args) {
 
 Session& session_of(fuse_req_t req) { return *static_cast<Session*>(fuse_req_userdata(req)); }
 
+// The thread that made the request (readdir_policy.h learns per caller).
+uint32_t caller_of(fuse_req_t req) { return static_cast<uint32_t>(fuse_req_ctx(req)->pid); }
+
+// d_ino of an entry listed without attributes: libfuse's FUSE_UNKNOWN_INO.
+constexpr ino_t kUnknownIno = 0xffffffff;
+
 // A handle given to the kernel, and one it gave back (released).
 uint64_t keep_file(Session& s, std::unique_ptr<FileHandle> h) { return s.keep_file(std::move(h)); }
 std::unique_ptr<FileHandle> take_file(Session& s, uint64_t fh) {
@@ -114,6 +120,7 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   Session& s = session_of(req);
   auto r = s.fs.lookup(parent, name);
   if (r.is_ok()) {
+    s.readdir->looked_up(caller_of(req), parent, S_ISDIR(r->mode));
     fuse_entry_param e = to_entry(s, *r);
     reply(fuse_reply_entry, req, &e);
   } else if (r.code() == Errc::kNotFound) {
@@ -155,10 +162,14 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 // Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
+// Entries without attributes (a READDIR, or a READDIRPLUS the policy answers with names
+// only) carry kUnknownIno as d_ino, never 0: readdir_r() in glibc and Go's os.ReadDir skip
+// entries whose d_ino is 0, as deleted ones.
 void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi,
                 bool plus) {
   Session& s = session_of(req);
   const DirListing& listing = **reinterpret_cast<DirListingPtr*>(fi->fh);
+  const bool attributes = plus && s.readdir->attributes_for(caller_of(req), ino);
   std::vector<char> buf(size);
   size_t used = 0;
   const size_t total = listing.entries.size() + 2;
@@ -178,6 +189,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
     } else {
       entry = &listing.entries[i - 2];
       name = entry->name.c_str();
+      st.st_ino = kUnknownIno;
       st.st_mode = entry->is_dir ? S_IFDIR : S_IFREG;
     }
     char* dst = buf.data() + used;
@@ -192,7 +204,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
       // only learns of if the entry reaches it.
       need = fuse_add_direntry_plus(req, nullptr, 0, name, &e, 0);
       if (need > room) break;
-      if (entry != nullptr) {
+      if (entry != nullptr && attributes) {
         auto r = s.fs.lookup(ino, entry->name);
         if (r.is_ok()) e = to_entry(s, *r);  // else: a name only, no attributes (ino 0)
       }

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "fs/filesystem.h"
+#include "fuse/readdir_policy.h"
 #include "warmfs/result.h"
 
 struct fuse_lowlevel_ops;
@@ -34,6 +35,9 @@ struct FuseOptions {
   unsigned read_ahead_kb = 4096;
   // Largest read request (max_read, max_pages): 1 MiB, one chunk.
   unsigned max_request_bytes = 1 << 20;
+  // Every READDIRPLUS reply carries attributes, instead of learning per caller whether it
+  // looks at them (readdir_policy.h).
+  bool readdirplus_always = false;
 };
 
 // What every callback finds in the session's userdata.
@@ -48,6 +52,9 @@ struct FuseCallbackState {
     std::unordered_set<uint64_t> dirs;
   };
   std::unique_ptr<OpenHandles> open = std::make_unique<OpenHandles>();
+  // Which READDIRPLUS replies carry attributes.
+  std::unique_ptr<ReaddirPolicy> readdir =
+      std::make_unique<ReaddirPolicy>(options.readdirplus_always);
 
   // A handle given to the kernel (its fuse_file_info::fh), kept in `open` until released.
   uint64_t keep_file(std::unique_ptr<FileHandle> h);

@@ -4,9 +4,11 @@ than one LIST page; bad keys skipped; a prefix mount; owner/mode options; a prof
 All against moto with authentication on (every LIST and HEAD is SigV4-checked).
 """
 
+import ctypes
 import errno
 import os
 import stat
+import struct
 import subprocess
 import unittest
 
@@ -159,6 +161,75 @@ class Tree(harness.WarmfsTestCase):
         for key in ["README.md", "data/labels.csv", "data/empty.bin", "données/été.txt"]:
             with self.subTest(key=key):
                 self.assertEqual((self.root / key).read_bytes(), TREE[key])
+
+
+def _getdents(path, bufsize: int) -> list[tuple[int, str]]:
+    """(d_ino, name) of every entry, read with getdents64 and a buffer of bufsize bytes (glibc
+    reads with st_blksize, 1 MiB on warmfs; a small one makes the kernel ask for more pages)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    out = []
+    try:
+        buf = ctypes.create_string_buffer(bufsize)
+        while True:
+            n = libc.syscall(217, fd, buf, bufsize)  # SYS_getdents64 on x86-64
+            if n < 0:
+                raise OSError(ctypes.get_errno(), "getdents64")
+            if n == 0:
+                return out
+            raw = buf.raw[:n]
+            off = 0
+            while off < n:
+                ino, _, reclen = struct.unpack_from("<QqH", raw, off)
+                name = raw[off + 19:off + reclen].split(b"\0", 1)[0].decode()
+                out.append((ino, name))
+                off += reclen
+    finally:
+        os.close(fd)
+
+
+class Listings(harness.WarmfsTestCase):
+    """What a listing gives the kernel (docs/posix.md#listings): names only to a caller that
+    does not look at what it lists, attributes once it does; never a d_ino of 0."""
+
+    def _nodes(self, m) -> int:
+        return m.stats()["metadata"]["nodes"]
+
+    def test_walk_builds_no_node_per_file_until_files_are_looked_at(self):
+        m = harness.mount(self.addCleanup, MOTO, "s3://tree", args=["--read-only"], name="walk")
+        walked = 0
+        for _, _, files in os.walk(m.path):  # names and d_type: no stat of a file
+            walked += len(files)
+        self.assertEqual(walked, len(TREE_ALL) - sum(k.endswith("/") for k in TREE_ALL))
+        after_walk = self._nodes(m)
+        self.assertLess(after_walk, 40, "the walk made a node per file")
+        # ls -l: a stat of each file of a directory it listed. Every answer is right, and from
+        # then on this thread's listings carry attributes.
+        for name in sorted(os.listdir(m.path / "many")):
+            key = f"many/{name}"
+            self.assertEqual(os.stat(m.path / key).st_size, len(MANY[key]))
+        after_stat = self._nodes(m)
+        self.assertGreaterEqual(after_stat - after_walk, len(MANY))
+        names = os.listdir(m.path / "data")
+        self.assertGreaterEqual(self._nodes(m) - after_stat, len(names) - 1)
+
+    def test_writable_mount_lists_with_attributes(self):
+        m = harness.mount(self.addCleanup, MOTO, "s3://tree", name="walk-rw")
+        for _ in os.walk(m.path / "many"):
+            pass
+        self.assertGreaterEqual(self._nodes(m), len(MANY))
+
+    def test_small_buffer_pages_carry_inode_numbers(self):
+        for args in (["--read-only"], ["--read-only", "--readdirplus-always"], []):
+            with self.subTest(args=args):
+                m = harness.mount(self.addCleanup, MOTO, "s3://tree", args=args, name="getdents")
+                entries = _getdents(m.path / "many", 4096)
+                names = sorted(n for _, n in entries if n not in (".", ".."))
+                self.assertEqual(names, sorted(k.split("/")[1] for k in MANY))
+                zero = [n for ino, n in entries if ino == 0]
+                self.assertEqual(zero, [], "entries with d_ino 0 (readdir_r and Go skip them)")
+                m.close()
 
 
 BAD_KEYS = {
