@@ -487,7 +487,8 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   turns writes on).
 - find: a fresh mount (empty caches, page cache dropped) and `find tree | wc -l` over a tree of
   100,000 objects of a few bytes (100 folders of 1,000, `tree/`), timed together: the mount is
-  part of what a job pays. warmfs's row "from the listing index" unmounts the cold mount and
+  part of what a job pays (emptying the last cache dir before, and `warmfs stats` after, are
+  not). warmfs's row "from the listing index" unmounts the cold mount and
   mounts again on its cache dir, whose listing index answers the walk (docs/ssd-cache.md). Its
   row "from a snapshot" mounts with `--snapshot` of a snapshot
   taken just before (`warmfs snapshot s3://bench`, its time is `snapshot_s` in the JSON line,
