@@ -1,6 +1,8 @@
 // Memory of Metadata per entry of a large tree, walked as `ls -lR` does (a listing of every
 // directory and a lookup of every entry): what the nodes, the path index and the listings
-// cost. Hidden ([.memory]): it measures and prints, for docs/benchmark-misses.md; run it with
+// cost; and walked as `find` does (a listing of every directory, lookups of directories only:
+// the kernel is given names only, docs/posix.md#listings), what the listings alone cost. Hidden
+// ([.memory]): it measures and prints, for docs/benchmark-misses.md; run it with
 //   build/tests/warmfs_unit_tests "[.memory]" -s
 #include <fmt/format.h>
 #include <malloc.h>
@@ -20,7 +22,7 @@ namespace {
 // Which attributes the objects carry.
 enum class Stored { kNone, kRcloneStyle };
 
-void measure_tree(bool object_attrs, Stored stored = Stored::kNone) {
+void measure_tree(bool object_attrs, Stored stored = Stored::kNone, bool lookup_files = true) {
   FakeClock clock;
   MemoryObjectStore bucket{"b", clock};
   constexpr int kDirs = 100;
@@ -57,19 +59,19 @@ void measure_tree(bool object_attrs, Stored stored = Stored::kNone) {
       auto l = meta->list(dir->ino);
       REQUIRE(l.is_ok());
       for (const DirEntry& e : (*l)->entries) {
-        REQUIRE(meta->lookup(dir->ino, e.name).is_ok());
+        if (lookup_files) REQUIRE(meta->lookup(dir->ino, e.name).is_ok());
         ++entries;
       }
     }
     const size_t after = mallinfo2().uordblks;
     const double per_entry = static_cast<double>(after - before) / static_cast<double>(entries);
     const double name = static_cast<double>(name_bytes) / static_cast<double>(entries);
-    WARN(
-        fmt::format("attributes {}{}: {} entries: {:.0f} bytes each, names {:.0f} bytes: {:.0f} "
-                    "bytes on top",
-                    object_attrs ? "on" : "off",
-                    stored == Stored::kRcloneStyle ? ", objects with rclone's metadata" : "",
-                    entries, per_entry, name, per_entry - name));
+    WARN(fmt::format(
+        "{}attributes {}{}: {} entries: {:.0f} bytes each, names {:.0f} bytes: "
+        "{:.0f} bytes on top",
+        lookup_files ? "" : "files listed, not looked up: ", object_attrs ? "on" : "off",
+        stored == Stored::kRcloneStyle ? ", objects with rclone's metadata" : "", entries,
+        per_entry, name, per_entry - name));
     CHECK(entries == kDirs * kFiles);
   }
 }
@@ -83,6 +85,7 @@ TEST_CASE("metadata bytes per entry of a tree of 100,000 files", "[.memory]") {
   measure_tree(false);
   measure_tree(true);
   measure_tree(true, Stored::kRcloneStyle);
+  measure_tree(false, Stored::kNone, /*lookup_files=*/false);
 }
 
 TEST_CASE("listing index value of 100,000 files: size and decode time", "[.memory]") {
