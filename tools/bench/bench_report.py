@@ -16,9 +16,10 @@ from pathlib import Path
 
 CHART_PYTHON = "/usr/bin/python3"
 CHART_SCRIPT = Path(__file__).resolve().parent / "bench_chart.py"
-COLUMNS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
+COLUMNS = ["local", "origin", "ceiling", "warmfs", "served", "s3fs", "rclone"]
 COLUMN_TITLES = {"local": "local limit", "origin": "origin limit", "ceiling": "FUSE ceiling",
-                 "warmfs": "warmfs", "s3fs": "s3fs", "rclone": "rclone"}
+                 "warmfs": "warmfs", "served": "warmfs via a cache server", "s3fs": "s3fs",
+                 "rclone": "rclone"}
 PEERS = ["warmfs", "s3fs", "rclone"]
 ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("par4", "cold"), ("par4", "warm"), ("par4", "warm-dropped"),
@@ -29,7 +30,7 @@ ROWS = [("seq", "cold"), ("seq", "warm"), ("seq", "warm-dropped"),
         ("tar", "cold"), ("tar", "warm"), ("tar", "warm-dropped"),
         ("records", "cold"), ("records-order", "cold"),
         ("windows", "cold"), ("windows-order", "cold"), ("epochs", "cold"),
-        ("ckpt", "cold"),
+        ("ckpt", "cold"), ("fanout", "cold"),
         ("find", "cold"), ("find", "index"), ("find", "snapshot")]
 # Each cold row again on the capped origin (tools/bench/run --origin-shape capped), after it.
 ROWS = [r for w, p in ROWS for r in ([(w, p), (w, "cold-capped")] if p == "cold" else [(w, p)])]
@@ -48,6 +49,7 @@ WORKLOAD_TITLES = {
     "windows-order": "the same windows, the order (as ranges) published first (windows/s)",
     "epochs": "3 shuffled epochs of 1 MiB windows, token file twice the SSD tier (s; local share per epoch, plan's in brackets)",
     "ckpt": "checkpoint written, fsync (s to fsync return)",
+    "fanout": "three mounts, each reading its own 1 GiB object through one cache server at once (MB/s, total)",
     "find": "mount + `find | wc -l` of a tree of 100,000 tiny objects (s; warmfs requests)",
 }
 PHASE_TITLES = {"cold": "cold", "cold-capped": "cold, capped origin (50 MB/s per connection, 25 ms)", "warm": "warm (page cache)", "warm-dropped": "warm, page cache dropped",
@@ -495,6 +497,15 @@ unmounted on the way out, and each measurement has a timeout that reports `timeo
   not in the figure); the local limit is `find` on the local copy after dropping the page cache.
   L/H/G are warmfs's requests during the mount and the walk (docs/snapshots.md).
 - RSS: the memory each daemon holds, sampled every 100 ms during each measurement (the max is kept): VmRSS, with the shared-memory pages it maps (RssShmem) replaced by the whole of its memory files (memfd), mapped or not.
+- warmfs via a cache server (`served`): a mount with no cache dir of its own (its memory tier
+  only) reading through a `warmfs serve` on loopback (SSD tier, 256M memory, token auth). The
+  server starts with the run and keeps its SSD tier; before each workload, one unmeasured pass
+  through a mount of its own warms it (the token file is read whole for rand). Its cold row
+  is then a fresh mount, page cache dropped, whose reads the server answers: the shared tier
+  of a node without a local SSD (docs/cache-server.md). Reads only (seq, par4, rand, small,
+  tar), on the plain origin. Its fanout row: three such mounts, each reading its own 1 GiB
+  object through the one server at once (warmed with the three just before), against one mount
+  alone (its seq row).
 - FUSE ceiling: `build/tools/fuse-ceiling/fuse-ceiling` serves files from its own memory with
   warmfs's mount options (max_read 1 MiB, read_ahead_kb 4096, max_background 64, clone_fd,
   multithreaded loop, keep_cache); its cold and page-cache-dropped rows are reads served by the

@@ -44,8 +44,11 @@ import plan_runs  # noqa: E402  (tools/lib, on the path through benchlib)
 REPO = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "bench_worker.py"
 WORKLOADS = ["seq", "par4", "rand", "small", "shuffle", "shuffle-order", "ls", "tar", "records",
-             "records-order", "windows", "windows-order", "epochs", "ckpt", "find"]
-SYSTEMS = ["local", "origin", "ceiling", "warmfs", "s3fs", "rclone"]
+             "records-order", "windows", "windows-order", "epochs", "ckpt", "find", "fanout"]
+SYSTEMS = ["local", "origin", "ceiling", "warmfs", "served", "s3fs", "rclone"]
+# What the `served` system (a mount reading through a warmed `warmfs serve`) is measured on:
+# reads; listings and writes do not go through a cache server.
+SERVED_WORKLOADS = {"seq", "par4", "rand", "small", "tar"}
 
 # Which phases each workload has, per kind of system. The ceiling applies to the reads of
 # big files only (it serves files from memory, no tree).
@@ -70,6 +73,8 @@ PHASES = {
     "ls": ["cold", "warm"],
     "tar": ["cold", "warm", "warm-dropped"],
     "ckpt": ["cold"],
+    # Three mounts reading through one warmed cache server at once (`served` only).
+    "fanout": ["cold"],
     # Mount and `find | wc -l` of the tree: a fresh mount, and (warmfs) a second mount on the
     # first one's cache dir (its listing index) and a mount from a snapshot.
     "find": ["cold", "index", "snapshot"],
@@ -78,7 +83,8 @@ CEILING_WORKLOADS = {"seq", "par4", "rand"}
 # Timeouts in seconds per measurement (full size; --smoke scales them down).
 TIMEOUT = {"seq": 180, "par4": 300, "rand": 120, "small": 300, "shuffle": 300,
            "shuffle-order": 300, "ls": 240, "tar": 300, "records": 300, "records-order": 300,
-           "windows": 300, "windows-order": 300, "epochs": 600, "ckpt": 300, "find": 900}
+           "windows": 300, "windows-order": 300, "epochs": 600, "ckpt": 300, "find": 900,
+           "fanout": 300}
 # Range GETs in parallel per object for the origin limit of the big-file reads, per shape: with
 # a per-connection cap the limit is what many connections together get.
 ORIGIN_PARTS = {"plain": {"seq": 8, "par4": 4}, "capped": {"seq": 16, "par4": 8}}
@@ -737,7 +743,7 @@ class Bench:
         `find` alone."""
         timeout = self.timeout("find")
         for system in systems:
-            if system in ("origin", "ceiling") or (system == "local" and self.shape != "plain"):
+            if system in ("origin", "ceiling", "served") or (system == "local" and self.shape != "plain"):
                 continue
             log(f"--- find on {system}")
             if system == "local":
@@ -786,6 +792,33 @@ class Bench:
                     self.measure("find", phase, system, fn)
                 finally:
                     m.unmount()
+
+    def run_fanout(self, systems) -> None:
+        """Three mounts with no cache dir of their own (`served`), each reading its own big
+        object through the one cache server at once, the server warmed with the three first:
+        together against one mount alone (the served seq row)."""
+        if "served" not in systems or self.shape != "plain":
+            return
+        log("--- fanout on served")
+        timeout = self.timeout("par4")
+        first = self.mounts["served"]
+        clients = [first, first.sibling(), first.sibling()]
+        keys = self.spec.big_keys()[:len(clients)]
+        try:
+            first.mount()
+            self.dd_many([first.root / k for k in keys], timeout)  # warms the server
+            for c in clients:
+                c.mount()
+            self.drop("fanout")
+            self.measure("fanout", "cold", "served",
+                         lambda: self.dd_many([c.root / k for c, k in zip(clients, keys)], timeout),
+                         pids=[p for c in clients for p in c.pids()])
+        except Exception as e:
+            self.emit({"type": "measurement", "workload": "fanout", "phase": self.label("cold"),
+                       "system": "served", "status": "error", "error": str(e)[:300]})
+        finally:
+            for c in clients:
+                c.unmount()
 
     def run_epochs(self, systems) -> None:
         """`warmfs plan` for the token file with EPOCHS_MOUNT's cache sizes, then a fresh mount
@@ -879,10 +912,15 @@ class Bench:
         if workload == "epochs":
             self.run_epochs(systems)
             return
+        if workload == "fanout":
+            self.run_fanout(systems)
+            return
         phases = PHASES[workload]
         for system in systems:
             if self.shape != "plain" and (system in ("local", "ceiling") or "cold" not in phases):
                 continue  # these do not touch the origin, or have no cold phase
+            if system == "served" and (self.shape != "plain" or workload not in SERVED_WORKLOADS):
+                continue  # its reads come from a warmed server: the origin's shape is not seen
             log(f"--- {workload} on {system}" + ("" if self.shape == "plain" else f" ({self.shape} origin)"))
             if system == "local":
                 ph = [p for p in phases if p != "warm-dropped"]
@@ -909,6 +947,14 @@ class Bench:
             else:
                 m = self.mounts[system]
                 try:
+                    if system == "served":
+                        # One pass first, through a mount of its own, warms the server; the
+                        # measured mount starts with nothing but what the server holds.
+                        m.mount()
+                        if workload == "rand":  # the whole token file, not fio's sample of it
+                            self.pre_warm(workload, m.root, self.timeout(workload))
+                        else:
+                            self.file_workload(workload, m.root, self.timeout(workload), system)
                     m.mount()
                     self.run_phases(workload, system,
                                     lambda t: self.file_workload(workload, m.root, t, system), phases,
@@ -991,9 +1037,10 @@ class Bench:
         self.snapshot_binaries()
         self.origin = Origin(self.data, self.logs, self.args.first_byte_ms, self.args.bandwidth_mbps)
         self.mounts = {}
-        for name in ("warmfs", "s3fs", "rclone"):
-            extra = self.args.warmfs_arg if name == "warmfs" else []
-            kw = {"memory_cache_mib": self.args.memory_cache_mib} if name == "warmfs" else {}
+        for name in ("warmfs", "served", "s3fs", "rclone"):
+            ours = name in ("warmfs", "served")
+            extra = self.args.warmfs_arg if ours else []
+            kw = {"memory_cache_mib": self.args.memory_cache_mib} if ours else {}
             self.mounts[name] = MOUNTED[name](self.work, self.origin, self.logs, extra, **kw)
         self.ceiling = Ceiling(self.work, self.origin, self.logs, [])
         try:
@@ -1012,6 +1059,7 @@ class Bench:
         finally:
             for m in [*self.mounts.values(), self.ceiling]:
                 m.unmount()
+            self.mounts["served"].stop_server()
             self.origin.stop()
         return 0
 

@@ -157,13 +157,16 @@ class Warmfs(MountedSystem):
             raise RuntimeError(f"warmfs mount failed:\n{run.describe()}\n{harness._tail(self.log, 15)}")
         self.daemon_pid = int(os.getxattr(self.mnt, "user.warmfs.pid").decode().strip())
 
-    def pids(self) -> list[int]:
+    def daemon_pids(self) -> list[int]:
         if self.daemon_pid and harness.pid_alive(self.daemon_pid):
             return [self.daemon_pid]
         return []
 
+    def pids(self) -> list[int]:
+        return self.daemon_pids()
+
     def unmount(self) -> None:
-        pids = self.pids()
+        pids = self.daemon_pids()  # the mount's own processes: what unmounting ends
         if harness.is_mounted(self.mnt):
             with contextlib.suppress(Exception):
                 harness.run_cli(["unmount", str(self.mnt)], self.env(), timeout=30)
@@ -176,6 +179,80 @@ class Warmfs(MountedSystem):
     def stats(self) -> dict | None:
         run = harness.run_cli(["stats", str(self.mnt), "--json"], self.env(), timeout=15)
         return json.loads(run.stdout) if run.rc == 0 else None
+
+
+class WarmfsServed(Warmfs):
+    """warmfs with no cache dir of its own, reading through a `warmfs serve` on loopback: the
+    shared tier of a node without a local SSD (docs/cache-server.md). The server starts with the
+    first mount and keeps its SSD tier for the whole run; it has a memory tier of
+    SERVER_MEMORY_MIB, so its hits come mostly from its SSD, as a shared tier's would. The mount
+    has warmfs's memory tier and nothing else."""
+
+    name = "served"
+    ssd_tier = False
+    SERVER_MEMORY_MIB = 256
+
+    def __init__(self, *a, shared: "WarmfsServed | None" = None, **kw):
+        if shared is not None:  # another mount of the same server, in a directory of its own
+            self.name = f"served-{id(self):x}"
+        super().__init__(*a, **kw)
+        self.shared = shared
+        self.server: subprocess.Popen | None = None
+        self.server_url = ""
+        self.token = self.dir / "server-token"
+        self.server_log = self.logs / "served-server.log"
+
+    def version(self) -> str:
+        return super().version() + " through `warmfs serve`"
+
+    def sibling(self) -> "WarmfsServed":
+        """Another mount reading through this one's server (started by whichever mounts first)."""
+        return WarmfsServed(self.dir.parent, self.origin, self.logs, self.extra_args,
+                            memory_cache_mib=self.memory_cache_mib, shared=self)
+
+    def start_server(self) -> None:
+        if self.shared is not None:
+            self.shared.start_server()
+            self.server_url, self.token = self.shared.server_url, self.shared.token
+            return
+        if self.server is not None and self.server.poll() is None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.token.write_text(os.urandom(16).hex())
+        self.token.chmod(0o600)
+        cache = self.dir / "server-ssd"
+        shutil.rmtree(cache, ignore_errors=True)
+        port = harness.free_port()
+        self.server_url = f"http://127.0.0.1:{port}"
+        self.server = subprocess.Popen(
+            [str(harness.WARMFS), "serve", "--bucket", "bench", "--listen", f"127.0.0.1:{port}",
+             "--endpoint", self.origin.endpoint, "--path-style", "--region", "us-east-1",
+             "--cache-dir", str(cache), "--cache-size", self.cache_size,
+             "--memory-cache-size", f"{self.SERVER_MEMORY_MIB}M", "--token-file", str(self.token)],
+            env=self.env(), stdin=subprocess.DEVNULL, stdout=open(self.server_log, "ab"),
+            stderr=subprocess.STDOUT, start_new_session=True)
+        harness.wait_port(port, self.server, self.server_log, MOUNT_TIMEOUT)
+
+    def stop_server(self) -> None:
+        """Never raises."""
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                harness._stop_popen(self.server, grace=10)
+            self.server = None
+
+    def pids(self) -> list[int]:
+        """The mount's daemon and the server: both spend CPU on every read."""
+        alive = self.server is not None and self.server.poll() is None
+        return super().pids() + ([self.server.pid] if alive else [])
+
+    def _start(self) -> None:
+        self.start_server()
+        saved = self.extra_args
+        self.extra_args = [*saved, "--cache-server", self.server_url, "--token-file", str(self.token)]
+        try:
+            super()._start()
+        finally:
+            self.extra_args = saved
 
 
 class S3fs(MountedSystem):
@@ -267,4 +344,4 @@ class Ceiling(MountedSystem):
             time.sleep(0.05)
 
 
-MOUNTED = {"warmfs": Warmfs, "s3fs": S3fs, "rclone": Rclone}
+MOUNTED = {"warmfs": Warmfs, "served": WarmfsServed, "s3fs": S3fs, "rclone": Rclone}
