@@ -2,7 +2,8 @@
 
 Systems: `local` (the local copy: the local limit), `origin` (range GETs with curl through the
 same proxy: the origin limit), `ceiling` (tools/fuse-ceiling: what FUSE allows), and the mounts
-`warmfs`, `s3fs`, `rclone`. Phases: `cold` (fresh mount, empty caches, page cache dropped),
+`warmfs`, `served` (warmfs with no cache dir, reading through a warmed `warmfs serve`: the shared
+tier), `s3fs`, `rclone`. Phases: `cold` (fresh mount, empty caches, page cache dropped),
 `warm` (a second pass in the same mount) and `warm-dropped` (a second pass after dropping the
 page cache: the system's own tiers). The origin's own files are read back into the page cache
 after every drop, so the origin behaves like an object store (first-byte latency, no disk).
