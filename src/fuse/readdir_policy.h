@@ -4,8 +4,8 @@
 // a dentry for it, so a later stat() or open() asks the daemon nothing. That pays for itself
 // only when the caller looks at the entries: `ls -l`, `du`, rsync, a loader that opens every
 // file. A walk that reads names alone (find, os.walk, a loader's index of paths) pays it for
-// every entry of every directory (about 2.4 µs of kernel time and 1.7 µs of the daemon's per
-// entry here), while its directories are all it opens.
+// every entry of every directory (kernel time and a lookup in the daemon per entry; the find
+// rows of docs/benchmarks.md measure it), while its directories are all it opens.
 //
 // The kernel's own choice (FUSE_CAP_READDIRPLUS_AUTO) asks with attributes for the first
 // request of a directory and for later ones only after lookups in it; but glibc and find read
