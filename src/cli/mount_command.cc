@@ -66,6 +66,10 @@ Status attach_credentials(const MountArgs& a, S3Config& config) {
   return Status::ok();
 }
 
+std::chrono::milliseconds metadata_ttl(const MountArgs& a) {
+  return std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
+}
+
 // Everything a mounted filesystem needs, built in the process that serves it.
 struct Daemon {
   std::unique_ptr<S3ObjectStore> store;
@@ -121,8 +125,8 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
     store = d.snapshot.get();
   }
   if (!a.branch.empty()) {
-    WARMFS_ASSIGN_OR_RETURN(
-        d.branch, open_branch_store(a.branch, a.snapshot, a.read_only, *d.snapshot, *d.store));
+    WARMFS_ASSIGN_OR_RETURN(d.branch, open_branch_store(a.branch, a.snapshot, a.read_only,
+                                                        metadata_ttl(a), *d.snapshot, *d.store));
     store = d.branch.get();
   }
   // Where files written go: the bucket, or the branch.
@@ -134,7 +138,7 @@ Result<Daemon> build_daemon(const MountArgs& a, const S3Source& src, S3Config co
       std::make_unique<ReadPath>(*store, *d.caches.top, src.bucket, ra, d.caches.memory.get());
   MetaOptions mo;
   mo.prefix = src.prefix;
-  mo.ttl = std::chrono::milliseconds(static_cast<int64_t>(a.metadata_ttl_sec * 1000));
+  mo.ttl = metadata_ttl(a);
   mo.dir_mtime_sec = std::chrono::system_clock::to_time_t(clock.wall_now());
   mo.object_attrs = object_attrs_on(a);
   d.meta = std::make_unique<Metadata>(*store, clock, mo);
@@ -251,6 +255,7 @@ int serve(const MountArgs& a, const S3Source& src, S3Config config, const std::s
       // the background says nothing: its parent is what was started, and reports by exiting.
       if (a.foreground) service::notify_ready("mounted " + fo.fsname + " at " + mountpoint);
       start_prefetch(a, mountpoint);
+      if (daemon->branch) daemon->branch->start_sweep();  // a writer's orphaned data objects
     } else
       log::error("mount failed: {}", st.message());
     if (!st.is_ok() && ready_fd < 0) print_error(st.message());

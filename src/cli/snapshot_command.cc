@@ -269,6 +269,7 @@ Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& fi
 
 Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
                                                        const std::string& snapshot, bool read_only,
+                                                       std::chrono::milliseconds refresh_after,
                                                        SnapshotStore& snapshot_store,
                                                        ObjectStore& bucket_store) {
   if (!is_snapshot_name(name)) {
@@ -280,6 +281,8 @@ Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
   o.name = name;
   o.snapshot = snapshot;
   o.writer = !read_only;
+  o.refresh_after = refresh_after;
+  o.clock = &SystemClock::instance();
   o.now_sec = std::chrono::system_clock::to_time_t(SystemClock::instance().wall_now());
   auto b = BranchStore::open(bucket_store, snapshot_store, o);
   if (!b.is_ok()) return Status(b.code(), "--branch " + b.status().message());
@@ -294,9 +297,15 @@ Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
 std::function<std::string()> branch_stats(const BranchStore& branch) {
   return [&branch] {
     const BranchRecord r = branch.record();
-    return nlohmann::json{
-        {"branch", {{"name", r.branch}, {"entries", r.entries.size()}, {"writer", r.writer}}}}
-        .dump();
+    nlohmann::json b = {{"name", r.branch}, {"entries", r.entries.size()}, {"writer", r.writer}};
+    if (auto s = branch.sweep_result()) {
+      b["orphans_swept"] = {{"data_objects", s->data_objects},
+                            {"orphans", s->orphans},
+                            {"deleted", s->deleted},
+                            {"deleted_bytes", s->deleted_bytes},
+                            {"pinned", s->pinned}};
+    }
+    return nlohmann::json{{"branch", b}}.dump();
   };
 }
 

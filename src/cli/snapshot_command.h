@@ -3,6 +3,7 @@
 // --snapshot: the store that serves a mount from a manifest.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -52,14 +53,17 @@ Result<std::unique_ptr<SnapshotStore>> open_snapshot_store(const std::string& fi
                                                            ObjectStore& bucket_store);
 
 // The store a mount with --snapshot and --branch reads and writes through: branch `name` of
-// the snapshot, opened for writing unless read_only (docs/snapshots.md, "Branches"). Logs
-// how long opening (or creating) the branch took.
+// the snapshot, opened for writing unless read_only (docs/snapshots.md, "Branches"); read
+// only, its record is read again once older than refresh_after (the metadata TTL). Logs how
+// long opening (or creating) the branch took.
 Result<std::unique_ptr<BranchStore>> open_branch_store(const std::string& name,
                                                        const std::string& snapshot, bool read_only,
+                                                       std::chrono::milliseconds refresh_after,
                                                        SnapshotStore& snapshot_store,
                                                        ObjectStore& bucket_store);
 
-// A part of a branch mount's stats: {"branch": {"name", "entries", "writer"}}; `warmfs
+// A part of a branch mount's stats: {"branch": {"name", "entries", "writer", and once a
+// writer's sweep has ended "orphans_swept"}}; `warmfs
 // snapshot MNT` refuses a branch mount by it.
 std::function<std::string()> branch_stats(const BranchStore& branch);
 

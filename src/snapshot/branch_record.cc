@@ -127,7 +127,7 @@ Result<BranchRecord> decode_branch_record(std::string_view bytes) {
 }
 
 Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
-                                        std::string_view name, std::string* etag) {
+                                        std::string_view name, ObjectInfo* head) {
   const std::string key = branch_record_key(prefix, name);
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store.head(key));
   std::string bytes(info.size, '\0');
@@ -142,7 +142,7 @@ Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view pre
     return Status(Errc::kCorrupt, fmt::format("{} is the record of branch '{}' of prefix '{}'", key,
                                               r->branch, r->prefix));
   }
-  if (etag != nullptr) *etag = info.etag;
+  if (head != nullptr) *head = std::move(info);
   return r;
 }
 

@@ -78,9 +78,10 @@ std::string encode_branch_record(const BranchRecord& r);
 Result<BranchRecord> decode_branch_record(std::string_view bytes);
 
 // Reads branch `name` of prefix's record from the bucket (a HEAD and a GET pinned to its ETag;
-// etag, when given, gets it). kNotFound when there is none.
+// head, when given, gets what the HEAD said: its ETag and Last-Modified). kNotFound when there
+// is none.
 Result<BranchRecord> load_branch_record(ObjectStore& store, std::string_view prefix,
-                                        std::string_view name, std::string* etag = nullptr);
+                                        std::string_view name, ObjectInfo* head = nullptr);
 
 // Stores pin `pin` of branch `name` (branch_pins_root): from then on the branch keeps every
 // data object, so a snapshot of it taken after the pin reads them for as long as the branch

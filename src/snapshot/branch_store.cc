@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 
 #include "common/log.h"
@@ -27,7 +28,7 @@ std::string past(std::string p) {
 }  // namespace
 
 BranchStore::BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchRecord record,
-                         bool writer)
+                         const BranchOptions& options)
     : inner_(inner),
       snapshot_(snapshot),
       manifest_(snapshot.manifest()),
@@ -35,17 +36,22 @@ BranchStore::BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchReco
       data_root_(branch_data_root(record.prefix, record.branch)),
       record_key_(branch_record_key(record.prefix, record.branch)),
       pins_root_(branch_pins_root(record.prefix, record.branch)),
-      writer_(writer),
+      writer_(options.writer),
+      refresh_after_(options.clock != nullptr ? options.refresh_after
+                                              : std::chrono::milliseconds{0}),
+      clock_(options.clock),
       record_(std::move(record)) {
   for (const auto& [rel, e] : record_.entries) ref_locked(e, 1, nullptr);
+  if (clock_ != nullptr) read_at_ = clock_->now();
 }
 
 Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, SnapshotStore& snapshot,
                                                        const BranchOptions& o) {
   const Manifest& m = snapshot.manifest();
   const std::string key = branch_record_key(m.prefix(), o.name);
-  std::string etag;
-  auto loaded = load_branch_record(inner, m.prefix(), o.name, &etag);
+  ObjectInfo head;
+  auto loaded = load_branch_record(inner, m.prefix(), o.name, &head);
+  std::string etag = std::move(head.etag);
   BranchRecord r;
   if (loaded.is_ok()) {
     r = std::move(*loaded);
@@ -103,8 +109,7 @@ Result<std::unique_ptr<BranchStore>> BranchStore::open(ObjectStore& inner, Snaps
     }
     etag = written->etag;
   }
-  auto store =
-      std::unique_ptr<BranchStore>(new BranchStore(inner, snapshot, std::move(r), o.writer));
+  auto store = std::unique_ptr<BranchStore>(new BranchStore(inner, snapshot, std::move(r), o));
   store->record_etag_ = etag;
   store->created_ = create;
   return store;
@@ -235,6 +240,47 @@ Status BranchStore::commit(std::vector<Change> changes) {
   return Status::ok();
 }
 
+void BranchStore::start_sweep() {
+  if (!writer_ || sweeper_.joinable()) return;
+  std::string name, writer;
+  {
+    std::lock_guard lock(mu_);
+    name = record_.branch;
+    writer = record_.writer;
+  }
+  sweeper_ = std::jthread([this, name, writer](std::stop_token stop) {
+    const auto started = std::chrono::steady_clock::now();
+    auto swept = sweep_branch_orphans(inner_, prefix_, name, writer,
+                                      [&stop] { return stop.stop_requested(); });
+    if (!swept.is_ok()) {
+      log::warn("branch '{}': orphaned data objects not swept: {}", name,
+                swept.status().to_string());
+      return;
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
+    if (swept->pinned) {
+      log::info("branch '{}': {} orphaned data objects kept: the branch is pinned by a snapshot",
+                name, swept->orphans);
+    } else if (swept->orphans > 0) {
+      log::info("branch '{}': deleted {} orphaned data objects ({} bytes) of {} in {:.0f} ms", name,
+                swept->deleted, swept->deleted_bytes, swept->data_objects, ms);
+    }
+    if (!swept->refused.empty()) {
+      log::warn("branch '{}': {} orphaned data objects not deleted: {}", name,
+                swept->orphans - swept->deleted, swept->refused);
+    }
+    std::lock_guard lock(mu_);
+    sweep_ = std::move(*swept);
+  });
+}
+
+std::optional<BranchSweep> BranchStore::sweep_result() const {
+  std::lock_guard lock(mu_);
+  return sweep_;
+}
+
 bool BranchStore::pinned() {
   // Asked after the record without the garbage is in the bucket: a snapshot that pins the
   // branch and then reads its record either finds the pin here or reads a record that does not
@@ -318,10 +364,11 @@ Status BranchStore::persist(uint64_t gen, const std::vector<Undo>& undo) {
 }
 
 BranchStore::Outcome BranchStore::read_back(uint64_t generation) {
-  std::string etag;
-  auto found = load_branch_record(inner_, prefix_, record_.branch, &etag);
+  ObjectInfo head;
+  auto found = load_branch_record(inner_, prefix_, record_.branch, &head);
   if (!found.is_ok())
     return found.code() == Errc::kNotFound ? Outcome::kTakenOver : Outcome::kUnknown;
+  const std::string& etag = head.etag;
   if (etag == record_etag_) return Outcome::kNotWritten;
   // Writer ids are unique per writable mount: a record naming this one's was written here.
   if (found->writer != record_.writer) return Outcome::kTakenOver;
@@ -345,7 +392,48 @@ void BranchStore::take_back_locked(const std::vector<Undo>& undo) {
   }
 }
 
+void BranchStore::refresh_if_due() {
+  if (writer_ || refresh_after_.count() <= 0) return;
+  {
+    std::lock_guard lock(mu_);
+    if (refreshing_ || clock_->now() - read_at_ < refresh_after_) return;
+    refreshing_ = true;
+  }
+  std::lock_guard persist(persist_mu_);  // protects record_etag_
+  auto done = [this] {
+    std::lock_guard lock(mu_);
+    read_at_ = clock_->now();
+    refreshing_ = false;
+  };
+  auto head = inner_.head(record_key_);
+  if (head.is_ok() && head->etag == record_etag_) return done();
+  ObjectInfo read;
+  auto r = head.is_ok() ? load_branch_record(inner_, prefix_, record_.branch, &read)
+                        : Result<BranchRecord>(head.status());
+  if (r.is_ok() && (r->bucket != record_.bucket || r->snapshot_keys != record_.snapshot_keys ||
+                    r->snapshot_created != record_.snapshot_created)) {
+    r = Status(Errc::kInvalidArgument, "its record is now of another snapshot");
+  }
+  if (!r.is_ok()) {
+    // The branch as last read stays shown; what it named may be gone (reads then fail).
+    log::warn("branch '{}': cannot read its record again, so it shows it as read before: {}",
+              record_.branch, r.status().to_string());
+    return done();
+  }
+  {
+    std::lock_guard lock(mu_);
+    refs_.clear();
+    record_ = std::move(*r);
+    for (const auto& [rel, e] : record_.entries) ref_locked(e, 1, nullptr);
+  }
+  record_etag_ = read.etag;
+  log::info("branch '{}': record read again (generation {}, {} changed names)", record_.branch,
+            record_.generation, record_.entries.size());
+  done();
+}
+
 Result<ObjectInfo> BranchStore::head(std::string_view key) {
+  refresh_if_due();
   WARMFS_ASSIGN_OR_RETURN(std::string rel, rel_of(key));
   auto r = resolve(rel);
   if (!r) return Status(Errc::kNotFound, fmt::format("{} is not in the branch", key));
@@ -372,6 +460,7 @@ Result<size_t> BranchStore::get_range_progress(std::string_view key, uint64_t of
                                                std::span<std::byte> out, std::string_view if_match,
                                                const std::function<void(size_t)>& progress,
                                                const RangeBytesSeen& seen) {
+  refresh_if_due();
   WARMFS_ASSIGN_OR_RETURN(std::string rel, rel_of(key));
   auto r = resolve(rel);
   if (!r) return Status(Errc::kNotFound, fmt::format("{} is not in the branch", key));
@@ -386,6 +475,7 @@ Result<size_t> BranchStore::get_range_progress(std::string_view key, uint64_t of
 }
 
 Result<ListPage> BranchStore::list(const ListRequest& request) {
+  refresh_if_due();
   if (!request.delimiter.empty() && request.delimiter != "/") {
     return Status(Errc::kNotSupported, "a branch lists with delimiter '/' only");
   }

@@ -17,6 +17,9 @@
 // A snapshot of the branch (branch_manifest) reads the branch's data objects where they are: it
 // pins the branch first (pin_branch), and a pinned branch deletes no data object.
 //
+// A branch opened for reading only reads its record again once it is older than
+// BranchOptions::refresh_after, so it shows what the writer did since, within that time.
+//
 // One writer per branch: opening a branch for writing records this mount as its writer, and
 // every record write carries If-Match of the record this mount last wrote. A mount of the
 // same branch opened for writing later takes it over; the earlier mount's next change fails
@@ -26,16 +29,20 @@
 // Thread safe. Lock order: persist_mu_ before mu_; mu_ is never held across a request.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "objstore/object_store.h"
 #include "snapshot/branch_record.h"
+#include "snapshot/branch_sweep.h"
 #include "snapshot/snapshot_store.h"
 
 namespace warmfs {
@@ -47,6 +54,11 @@ struct BranchOptions {
   // exist, and writes fail with kReadOnly.
   bool writer = true;
   int64_t now_sec = 0;  // stamps the record when it is created or taken over
+  // Not a writer: the record is read again (a HEAD, and a GET when it changed) once it is
+  // older than this, so the mount follows the branch's writer as a mount follows its bucket.
+  // Zero: never. clock is needed then; it must outlive the store.
+  std::chrono::milliseconds refresh_after{0};
+  Clock* clock = nullptr;
 };
 
 class BranchStore : public ObjectStore {
@@ -62,6 +74,11 @@ class BranchStore : public ObjectStore {
   BranchRecord record() const;
   // True when the bucket's record was created by this open().
   bool created() const { return created_; }
+  // For a writer: deletes the branch's orphaned data objects (branch_sweep.h) on a thread of
+  // its own, once, and logs what it did. Destroying the store stops it between requests.
+  void start_sweep();
+  // What that sweep did; nullopt until it has ended.
+  std::optional<BranchSweep> sweep_result() const;
 
   Result<ObjectInfo> head(std::string_view key) override;
   Result<size_t> get_range(std::string_view key, uint64_t offset, std::span<std::byte> out,
@@ -129,7 +146,8 @@ class BranchStore : public ObjectStore {
     std::optional<BranchEntry> set;
   };
 
-  BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchRecord record, bool writer);
+  BranchStore(ObjectStore& inner, SnapshotStore& snapshot, BranchRecord record,
+              const BranchOptions& options);
 
   Result<std::string> rel_of(std::string_view key) const;
   std::optional<Resolved> resolve_locked(std::string_view rel) const;
@@ -151,6 +169,8 @@ class BranchStore : public ObjectStore {
   void take_back_locked(const std::vector<Undo>& undo);
   // True if the branch has a pin (or its pins cannot be listed).
   bool pinned();
+  // Not a writer: reads the record again if refresh_after has passed since it was last read.
+  void refresh_if_due();
   void ref_locked(const BranchEntry& e, int delta, std::vector<std::string>* garbage);
   Result<std::string> upload_key(std::string_view upload_id);
   ObjectInfo data_info(std::string_view key, const ObjectInfo& written) const;
@@ -165,6 +185,8 @@ class BranchStore : public ObjectStore {
   const std::string pins_root_;
   const bool writer_;
   bool created_ = false;
+  const std::chrono::milliseconds refresh_after_;
+  Clock* const clock_;
 
   std::mutex persist_mu_;                         // serializes record writes; protects record_etag_
   std::string record_etag_;                       // of the record this mount last wrote or read
@@ -177,6 +199,11 @@ class BranchStore : public ObjectStore {
   std::map<std::string, int, std::less<>> refs_;  // data target -> names referring to it
   // Uploads in progress: upload id -> (name, data key).
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> uploads_;
+  std::optional<BranchSweep> sweep_;                 // what start_sweep() did, once ended
+  std::chrono::steady_clock::time_point read_at_{};  // when the record was last read (not a writer)
+  bool refreshing_ = false;                          // a caller is reading it again
+
+  std::jthread sweeper_;  // last: stopped and joined before anything it uses goes
 };
 
 }  // namespace warmfs

@@ -4,7 +4,9 @@ files through its mount; each shows only its own changes while mounted, after a 
 a second (read-only) mount; a plain mount of the snapshot is unchanged; the bucket (checked
 with boto3) keeps the snapshot's keys as they were, and each branch's record and bytes below
 its own folder, with no copy of a renamed unchanged file; a snapshot of a branch mounts and keeps
-showing what it took while the branch goes on. Prints the time to create a branch.
+showing what it took while the branch goes on; a read-only mount follows the writer within the
+metadata TTL; a writable mount deletes the data objects no record names (a killed mount's, a
+taken-over mount's). Prints the time to create a branch.
 """
 
 import errno
@@ -252,6 +254,68 @@ class Branches(harness.WarmfsTestCase):
         again = self.branch_mount("w", "--read-only")
         self.assertEqual(sorted(p.name for p in again.path.iterdir() if p.name.endswith(".txt")),
                          ["one.txt", "three.txt", "top.txt"])
+
+    def test_read_only_mount_follows_the_writer(self):
+        """A read-only mount of a branch shows the writer's changes within --metadata-ttl."""
+        w = self.branch_mount("follow")
+        write(w.path / "one.txt", b"one\n")
+        r = self.branch_mount("follow", "--read-only", "--metadata-ttl", "1")
+        self.assertEqual((r.path / "one.txt").read_bytes(), b"one\n")
+        write(w.path / "two.txt", b"two\n")
+        write(w.path / "one.txt", b"one, again\n")
+        os.unlink(w.path / "top.txt")
+        deadline = time.monotonic() + 15
+        while True:
+            names = {p.name for p in r.path.iterdir()}
+            if "two.txt" in names and "top.txt" not in names:
+                break
+            if time.monotonic() > deadline:
+                self.fail(f"the read-only mount shows {sorted(names)}\n{r.log_tail()}")
+            time.sleep(0.2)
+        self.assertEqual((r.path / "two.txt").read_bytes(), b"two\n")
+        self.assertEqual((r.path / "one.txt").read_bytes(), b"one, again\n")
+        self.assertIn("record read again", r.log.read_text())
+
+    def test_orphans_swept(self):
+        """Data objects no record names are deleted by the next writable mount (checked with
+        boto3): what a mount killed between a file's bytes and its record leaves, and what a
+        mount writes after its branch was taken over. Named ones stay."""
+        c = MOTO.client()
+        root = f"{PREFIX}.warmfs/branches/sweep/data/"
+        first = self.branch_mount("sweep")
+        write(first.path / "kept.txt", b"kept\n")
+        killed = f"{root}{self.record('sweep')['writer']}/99999999"
+        c.put_object(Bucket=BUCKET, Key=killed, Body=b"k" * 1000)
+        time.sleep(1.1)  # Last-Modified has whole seconds: the next record is newer
+        second = self.branch_mount("sweep")
+        with self.assertRaises(OSError):  # taken over: its bytes get no record
+            write(first.path / "fenced.txt", b"fenced\n")
+        time.sleep(1.1)
+        write(second.path / "second.txt", b"second\n")  # a record newer than the fenced bytes
+        self.assertEqual(self.wait_swept(second)["deleted"], 1)
+        keys = sorted(o["Key"] for o in harness_list(c, root))
+        self.assertEqual(len(keys), 3, keys)  # kept, fenced, second
+        self.assertNotIn(killed, keys)
+        second.close()
+        third = self.branch_mount("sweep")
+        swept = self.wait_swept(third)
+        self.assertEqual((swept["deleted"], swept["deleted_bytes"]), (1, len(b"fenced\n")))
+        self.assertEqual(len(harness_list(c, root)), 2)
+        self.assertEqual(sorted(p.name for p in third.path.iterdir() if p.name.endswith(".txt")),
+                         ["kept.txt", "second.txt", "top.txt"])
+        self.assertEqual((third.path / "kept.txt").read_bytes(), b"kept\n")
+        self.assertEqual((third.path / "second.txt").read_bytes(), b"second\n")
+        self.assertIn("deleted 1 orphaned data objects", third.log.read_text())
+
+    def wait_swept(self, m: harness.Mount) -> dict:
+        """The mount's sweep, once it has ended (warmfs stats)."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            swept = m.stats()["branch"].get("orphans_swept")
+            if swept is not None:
+                return swept
+            time.sleep(0.1)
+        self.fail(f"no sweep within 20 s\n{m.log_tail()}")
 
     def test_refusals(self):
         mnt = harness.temp_dir(self.addCleanup)

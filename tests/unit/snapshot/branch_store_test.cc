@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "snapshot/snapshot_lister.h"
 #include "support/fake_clock.h"
@@ -568,4 +569,132 @@ TEST_CASE("an unpinned branch deletes what no name refers to; a pinned one keeps
   REQUIRE(put(*b, "data/k", "3").is_ok());
   REQUIRE(b->remove("data/k").is_ok());
   CHECK(f.data_objects("exp1").size() == 2);
+}
+
+// A mount killed between a file's data object and its record, and a mount whose branch was
+// taken over, leave data objects no record names. A sweep deletes those and nothing a record
+// names or may yet name: the record writer's, and anything newer than the record.
+TEST_CASE("a sweep deletes orphaned data objects, and only those", "[branch]") {
+  using namespace std::chrono_literals;
+  Fixture f;
+  const std::string root = branch_data_root(kPrefix, "exp1");
+  auto first = f.open("exp1");
+  REQUIRE(put(*first, "data/kept", "named").is_ok());
+  const std::string w1 = first->record().writer;
+  f.bucket.put_object(root + w1 + "/00000099", "killed before its record");
+  f.clock.advance(2s);
+  auto second = f.open("exp1");  // takes the branch over
+  const std::string w2 = second->record().writer;
+  // The first mount's bytes after the takeover never get a record, but they are as new as the
+  // record: a sweep cannot tell them from a later writer's yet.
+  CHECK(put(*first, "data/late", "fenced").code() == Errc::kPreconditionFailed);
+  f.bucket.put_object(root + "00000000000000ff/00000001", "a later writer's");
+  f.bucket.put_object(root + w2 + "/00000077", "the writer's, between bytes and record");
+  REQUIRE(f.data_objects("exp1").size() == 5);
+
+  auto swept = sweep_branch_orphans(f.bucket, kPrefix, "exp1", "");
+  REQUIRE(swept.is_ok());
+  CHECK(swept->data_objects == 5);
+  CHECK(swept->orphans == 1);
+  CHECK(swept->deleted == 1);
+  CHECK(swept->deleted_bytes == std::string("killed before its record").size());
+  CHECK(f.object(root + w1 + "/00000099") == "<absent>");
+  CHECK(read(*second, "data/kept") == "named");
+
+  // Once a newer record is in the bucket, the fenced bytes and the stray ones are older than it.
+  f.clock.advance(2s);
+  REQUIRE(put(*second, "data/more", "m").is_ok());
+  swept = sweep_branch_orphans(f.bucket, kPrefix, "exp1", "");
+  REQUIRE(swept.is_ok());
+  CHECK(swept->orphans == 2);
+  CHECK(swept->deleted == 2);
+  auto left = f.data_objects("exp1");
+  CHECK(left.size() == 3);  // kept, more, and the writer's own unnamed object
+  CHECK(f.object(root + w2 + "/00000077") == "the writer's, between bytes and record");
+  CHECK(read(*second, "data/kept") == "named");
+  CHECK(read(*second, "data/more") == "m");
+
+  // A writer's own objects are skipped when it says so, even where the record names another.
+  f.clock.advance(2s);
+  f.bucket.put_object(root + "00000000000000aa/00000001", "mine");
+  f.clock.advance(2s);
+  REQUIRE(put(*second, "data/again", "a").is_ok());
+  swept = sweep_branch_orphans(f.bucket, kPrefix, "exp1", "00000000000000aa");
+  REQUIRE(swept.is_ok());
+  CHECK(swept->orphans == 0);
+
+  // A pinned branch keeps them: a snapshot of it may read what an earlier record named.
+  REQUIRE(pin_branch(f.bucket, kPrefix, "exp1", "p").is_ok());
+  swept = sweep_branch_orphans(f.bucket, kPrefix, "exp1", "");
+  REQUIRE(swept.is_ok());
+  CHECK(swept->orphans == 1);
+  CHECK(swept->pinned);
+  CHECK(swept->deleted == 0);
+  CHECK(f.object(root + "00000000000000aa/00000001") == "mine");
+
+  CHECK(sweep_branch_orphans(f.bucket, kPrefix, "none", "").code() == Errc::kNotFound);
+}
+
+TEST_CASE("a writer sweeps its branch on a thread of its own; a reader does not", "[branch]") {
+  using namespace std::chrono_literals;
+  Fixture f;
+  const std::string root = branch_data_root(kPrefix, "exp1");
+  auto first = f.open("exp1");
+  REQUIRE(put(*first, "data/kept", "named").is_ok());
+  f.bucket.put_object(root + "0000000000000001/00000001", "orphan");
+  f.clock.advance(2s);
+  auto reader = f.open("exp1", false);
+  reader->start_sweep();
+  CHECK_FALSE(reader->sweep_result());
+  auto second = f.open("exp1");
+  second->start_sweep();
+  for (int i = 0; i < 500 && !second->sweep_result(); ++i) std::this_thread::sleep_for(10ms);
+  auto result = second->sweep_result();
+  REQUIRE(result);
+  CHECK(result->deleted == 1);
+  CHECK(f.object(root + "0000000000000001/00000001") == "<absent>");
+  CHECK(f.data_objects("exp1").size() == 1);
+  CHECK(read(*second, "data/kept") == "named");
+}
+
+TEST_CASE("a reader of a branch reads its record again once it is older than refresh_after",
+          "[branch]") {
+  using namespace std::chrono_literals;
+  Fixture f;
+  auto writer = f.open("exp1");
+  REQUIRE(put(*writer, "data/one", "1").is_ok());
+  BranchOptions o{"exp1", "snap", false, 1000};
+  o.refresh_after = 10s;
+  o.clock = &f.clock;
+  auto opened = BranchStore::open(f.bucket, *f.snap, o);
+  REQUIRE(opened.is_ok());
+  auto& reader = **opened;
+  auto never = f.open("exp1", false);  // refresh_after 0: the record as opened
+  CHECK(read(reader, "data/one") == "1");
+
+  REQUIRE(put(*writer, "data/two", "2").is_ok());
+  REQUIRE(put(*writer, "data/one", "1b").is_ok());
+  REQUIRE(writer->remove("data/top.txt").is_ok());
+  const uint64_t heads = f.bucket.counters().head_requests;
+  CHECK(read(reader, "data/two") == "<absent>");  // within refresh_after: as read
+  CHECK(f.bucket.counters().head_requests == heads);
+  f.clock.advance(11s);
+  CHECK(read(reader, "data/two") == "2");
+  CHECK(read(reader, "data/one") == "1b");
+  CHECK(read(reader, "data/top.txt") == "<absent>");
+  auto listed = all_pages(reader, "data/", "/", 1000);
+  CHECK(std::find_if(listed.begin(), listed.end(), [](const std::string& l) {
+          return l.starts_with("data/two ");
+        }) != listed.end());
+  CHECK(read(*never, "data/two") == "<absent>");
+  CHECK(read(*never, "data/top.txt") == "top");
+
+  // An unchanged record costs one HEAD per refresh_after, and no GET.
+  f.clock.advance(11s);
+  const auto before = f.bucket.counters();
+  CHECK(read(reader, "data/two") == "2");
+  CHECK(read(reader, "data/two") == "2");
+  const auto after = f.bucket.counters();
+  CHECK(after.head_requests - before.head_requests == 3);  // the record's, and each read's
+  CHECK(after.get_requests - before.get_requests == 2);    // the two reads only
 }
