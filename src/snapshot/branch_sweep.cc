@@ -39,8 +39,7 @@ Result<BranchSweep> sweep_branch_orphans(ObjectStore& store, std::string_view pr
       const std::string_view target = std::string_view(o.key).substr(root.size());
       const std::string_view writer = writer_of(target);
       if (named.count(target) != 0 || writer == record.writer ||
-          (!skip_writer.empty() && writer == skip_writer) ||
-          o.mtime_sec >= record_head.mtime_sec) {
+          (!skip_writer.empty() && writer == skip_writer) || o.mtime_sec >= record_head.mtime_sec) {
         continue;
       }
       orphans.push_back(o.key);

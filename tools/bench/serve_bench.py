@@ -7,26 +7,39 @@ hits come from its SSD like a mount's own tier would). Warms the server through 
 times --count random 4 KiB preads (each misses the mount's memory and is served by the
 server) and one sequential `dd bs=1M`. Then the same two with a local --cache-dir instead
 (warmed, remounted, page cache dropped). Prints JSON lines and a markdown table, with the
-bucket bytes each timed pass cost (should be 0). Not a test.
+bucket bytes each timed pass cost (should be 0). Each sequential pass also gives the CPU
+seconds per GiB of the processes it ran through (the server, the mount's daemon, dd: the
+kernel's FUSE and loopback copies are charged to whoever makes them). With --perf DIR, a
+system-wide `perf record -g` of each sequential pass goes to DIR/{served,local}-seq.data (read
+them with `perf report -i FILE --sort comm,dso,sym`). With --link MS,MBPS the mount reaches
+the server through tools/s3proxy, which delays each answer's first byte by MS and caps each
+connection at MBPS megabits/s: a server on another node, where how many chunks a mount asks
+for at once decides its rate. Not a test.
 
-Usage: tools/bench/serve_bench.py [--size MiB] [--count N] [--server-memory SIZE]
+Usage: tools/bench/serve_bench.py [--size MiB] [--count N] [--server-memory SIZE] [--perf DIR]
+                                  [--link MS,MBPS]
 """
 
 import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
+import time
+import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import MiB, dd_mbps, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
+from bench_suite import children_cpu_seconds, cpu_seconds  # noqa: E402
+from benchlib import MiB, dd_read, drop_caches, harness, mount_command, mount_env, origin_with_object  # noqa: E402
 from randread import stats, time_reads  # noqa: E402
 
 
-def measure(env, cmd, mnt, offsets):
-    """Random 4 KiB reads and one dd of object.bin through a fresh mount; bucket bytes each."""
+def measure(env, cmd, mnt, offsets, server_pid=None, perf_data=None):
+    """Random 4 KiB reads and one dd of object.bin through a fresh mount; bucket bytes each,
+    and the sequential pass's CPU seconds per GiB by process."""
     subprocess.run(cmd, env=env, check=True)
     try:
         drop_caches()
@@ -34,12 +47,27 @@ def measure(env, cmd, mnt, offsets):
         rnd = time_reads(mnt / "object.bin", offsets)
         s1 = stats(mnt)
         drop_caches()
-        mbps = dd_mbps(mnt / "object.bin")
+        roles = {"mount": harness.daemon_pids(mnt), "server": [server_pid] if server_pid else []}
+        cpu0 = {r: cpu_seconds(p) for r, p in roles.items()}
+        dd0 = children_cpu_seconds()
+        perf = None
+        if perf_data:
+            perf = subprocess.Popen(["perf", "record", "-q", "-F", "499", "-g", "-a", "-o", str(perf_data)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)  # perf is recording before dd starts
+        nbytes, secs = dd_read(mnt / "object.bin")
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(60)
+        gib = nbytes / (1 << 30)
+        cpu = {r: round((cpu_seconds(p) - cpu0[r]) / gib, 2) for r, p in roles.items() if p}
+        cpu["dd"] = round((children_cpu_seconds() - dd0) / gib, 2)
         s2 = stats(mnt)
     finally:
         subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
     rnd["bucket_bytes_read"] = s1["bucket_bytes_read"] - s0["bucket_bytes_read"]
-    return rnd, {"mb_per_s": round(mbps), "bucket_bytes_read": s2["bucket_bytes_read"] - s1["bucket_bytes_read"]}
+    return rnd, {"mb_per_s": round(nbytes / secs / 1e6), "cpu_s_per_gib": cpu,
+                 "bucket_bytes_read": s2["bucket_bytes_read"] - s1["bucket_bytes_read"]}
 
 
 def main():
@@ -48,7 +76,12 @@ def main():
     ap.add_argument("--count", type=int, default=2000, help="random reads (default 2000)")
     ap.add_argument("--server-memory", default="64M",
                     help="the server's memory cache (default 64M: its hits come from its SSD tier)")
+    ap.add_argument("--perf", type=Path, help="record each sequential pass with perf into this directory")
+    ap.add_argument("--link", help="MS,MBPS: reach the server through tools/s3proxy with this first-byte "
+                                   "delay and per-connection cap")
     args = ap.parse_args()
+    if args.perf:
+        args.perf.mkdir(parents=True, exist_ok=True)
     size = args.size * MiB
     rng = random.Random(42)
     offsets = [rng.randrange(0, size // 4096) * 4096 for _ in range(args.count)]
@@ -59,6 +92,7 @@ def main():
         token.chmod(0o600)
         port = harness.free_port()
         url = f"http://127.0.0.1:{port}"
+        link = None
         log = open(tmp / "serve.log", "wb")
         serve = subprocess.Popen([str(harness.WARMFS), "serve", "--bucket", "bench", "--listen", f"127.0.0.1:{port}",
                                   "--endpoint", s3.endpoint, "--path-style", "--cache-dir", str(tmp / "server-ssd"),
@@ -66,6 +100,11 @@ def main():
                                   "--token-file", str(token)], env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
             harness.wait_port(port, serve, tmp / "serve.log", 30)
+            if args.link:
+                ms, mbps = args.link.split(",")
+                upstream = types.SimpleNamespace(port=port, key=s3.key, secret=s3.secret)
+                link = harness.S3Proxy(upstream, ["--first-byte-delay-ms", ms, "--bandwidth-mbps", mbps]).start()
+                url = link.endpoint
             mnt = tmp / "mnt"
             mnt.mkdir()
             remote = mount_command(s3, mnt, tmp / "remote.log", "--memory-cache-size", "16M", "--read-only",
@@ -74,11 +113,14 @@ def main():
             subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
                            stdout=subprocess.DEVNULL)
             subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
-            srv_rnd, srv_seq = measure(env, remote, mnt, offsets)
+            srv_rnd, srv_seq = measure(env, remote, mnt, offsets, serve.pid,
+                                       args.perf / "served-seq.data" if args.perf else None)
             server_stats = json.loads(subprocess.run(
                 [str(harness.WARMFS), "stats", "--server", url, "--token-file", str(token), "--json"],
                 capture_output=True, text=True, check=True).stdout)
         finally:
+            if link:
+                link.stop()
             serve.terminate()
             serve.wait(30)
         local = mount_command(s3, mnt, tmp / "local.log", "--memory-cache-size", "16M", "--read-only",
@@ -87,7 +129,8 @@ def main():
         subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
                        stdout=subprocess.DEVNULL)
         subprocess.run([str(harness.WARMFS), "unmount", str(mnt)], check=True)
-        ssd_rnd, ssd_seq = measure(env, local, mnt, offsets)
+        ssd_rnd, ssd_seq = measure(env, local, mnt, offsets,
+                                   perf_data=args.perf / "local-seq.data" if args.perf else None)
     print(json.dumps({"measurement": "cache_server_random_4k", **srv_rnd}))
     print(json.dumps({"measurement": "cache_server_sequential", **srv_seq}))
     print(json.dumps({"measurement": "local_ssd_tier_random_4k", **ssd_rnd}))
