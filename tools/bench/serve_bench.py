@@ -3,8 +3,8 @@
 
 Starts s3rver with one object of --size MiB and a `warmfs serve` (SSD tier, 64M memory, so its
 hits come from its SSD like a mount's own tier would). Warms the server through one mount
-(`warmfs prefetch`), then mounts afresh (16M memory, no cache dir), drops the page cache and
-times --count random 4 KiB preads (each misses the mount's memory and is served by the
+(`warmfs prefetch`), then mounts afresh (--mount-memory, 16M by default; no cache dir),
+drops the page cache and times --count random 4 KiB preads (each misses the mount's memory and is served by the
 server) and one sequential `dd bs=1M`. Then the same two with a local --cache-dir instead
 (warmed, remounted, page cache dropped). Prints JSON lines and a markdown table, with the
 bucket bytes each timed pass cost (should be 0). Each sequential pass also gives the CPU
@@ -17,7 +17,7 @@ connection at MBPS megabits/s: a server on another node, where how many chunks a
 for at once decides its rate. Not a test.
 
 Usage: tools/bench/serve_bench.py [--size MiB] [--count N] [--server-memory SIZE] [--perf DIR]
-                                  [--link MS,MBPS]
+                                  [--link MS,MBPS] [--mount-memory SIZE]
 """
 
 import argparse
@@ -76,6 +76,9 @@ def main():
     ap.add_argument("--count", type=int, default=2000, help="random reads (default 2000)")
     ap.add_argument("--server-memory", default="64M",
                     help="the server's memory cache (default 64M: its hits come from its SSD tier)")
+    ap.add_argument("--mount-memory", default="16M",
+                    help="the measured mounts' memory cache (default 16M: reads miss it); a quarter of it, "
+                         "8M at least, is their read-ahead budget")
     ap.add_argument("--perf", type=Path, help="record each sequential pass with perf into this directory")
     ap.add_argument("--link", help="MS,MBPS: reach the server through tools/s3proxy with this first-byte "
                                    "delay and per-connection cap")
@@ -107,7 +110,7 @@ def main():
                 url = link.endpoint
             mnt = tmp / "mnt"
             mnt.mkdir()
-            remote = mount_command(s3, mnt, tmp / "remote.log", "--memory-cache-size", "16M", "--read-only",
+            remote = mount_command(s3, mnt, tmp / "remote.log", "--memory-cache-size", args.mount_memory, "--read-only",
                                    "--cache-server", url, "--token-file", str(token))
             subprocess.run(remote, env=env, check=True)
             subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
@@ -123,7 +126,7 @@ def main():
                 link.stop()
             serve.terminate()
             serve.wait(30)
-        local = mount_command(s3, mnt, tmp / "local.log", "--memory-cache-size", "16M", "--read-only",
+        local = mount_command(s3, mnt, tmp / "local.log", "--memory-cache-size", args.mount_memory, "--read-only",
                               "--cache-dir", str(tmp / "cache"), "--cache-size", f"{args.size + 256}M")
         subprocess.run(local, env=env, check=True)
         subprocess.run([str(harness.WARMFS), "prefetch", str(mnt), "object.bin"], check=True,
@@ -137,7 +140,7 @@ def main():
     print(json.dumps({"measurement": "local_ssd_tier_sequential", **ssd_seq}))
     print(json.dumps({"measurement": "server_side", "latency_us": server_stats["latency_us"],
                       "hit_ratio": server_stats["hit_ratio"], "bucket_bytes_read": server_stats["bucket_bytes_read"]}))
-    print(f"\n| {args.size} MiB object, memory 16M, page cache dropped | random 4 KiB p50 | p99 | IOPS | dd bs=1M |")
+    print(f"\n| {args.size} MiB object, memory {args.mount_memory}, page cache dropped | random 4 KiB p50 | p99 | IOPS | dd bs=1M |")
     print("| --- | ---: | ---: | ---: | ---: |")
     print(f"| through the cache server (server memory {args.server_memory}) | {srv_rnd['p50_us']} us | {srv_rnd['p99_us']} us | "
           f"{srv_rnd['iops']} | {srv_seq['mb_per_s']} MB/s |")
