@@ -100,10 +100,10 @@ Result<Attr> Filesystem::getattr(uint64_t ino) {
   return a;
 }
 
-Result<DirListingPtr> Filesystem::opendir(uint64_t ino) {
-  if (ino == kControlDirIno) return control_listing();
+Result<OpenDirPtr> Filesystem::opendir(uint64_t ino) {
+  if (ino == kControlDirIno) return std::make_shared<const OpenDir>(control_listing());
   if (ino == kOrderFileIno) return Status(Errc::kNotDirectory, "not a directory");
-  return meta_.list(ino);
+  return meta_.open_dir(ino);
 }
 
 Result<OpenResult> Filesystem::open(uint64_t ino, int flags) {

@@ -46,6 +46,7 @@
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "fs/epochs.h"
+#include "meta/dir_stream.h"
 #include "meta/metadata.h"
 #include "objstore/object_store.h"
 #include "readahead/order_prefetch.h"
@@ -215,8 +216,9 @@ class Filesystem {
   Status adopt(uint64_t ino, uint64_t parent, std::string_view name, uint64_t nlookup);
   Result<Attr> getattr(uint64_t ino);
 
-  // A directory's entries at the moment of opendir; readdir pages through this snapshot.
-  Result<DirListingPtr> opendir(uint64_t ino);
+  // A directory's entries for readdir: as listed at opendir, or, for a large directory not
+  // cached, read page by page as readdir reaches them (meta/dir_stream.h).
+  Result<OpenDirPtr> opendir(uint64_t ino);
   // Inode of a directory's parent, for "..".
   uint64_t parent_of(uint64_t ino) const {
     return is_control_ino(ino) ? (ino == kOrderFileIno ? kControlDirIno : kRootIno)

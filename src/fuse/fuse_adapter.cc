@@ -46,13 +46,13 @@ std::unique_ptr<FileHandle> take_file(Session& s, uint64_t fh) {
   }
   return std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fh));
 }
-uint64_t keep_dir(Session& s, DirListingPtr listing) { return s.keep_dir(std::move(listing)); }
+uint64_t keep_dir(Session& s, OpenDirPtr dir) { return s.keep_dir(std::move(dir)); }
 void drop_dir(Session& s, uint64_t fh) {
   {
     std::lock_guard lock(s.open->mu);
     s.open->dirs.erase(fh);
   }
-  delete reinterpret_cast<DirListingPtr*>(fh);
+  delete reinterpret_cast<OpenDirPtr*>(fh);
 }
 
 struct stat to_stat(const Attr& a) {
@@ -161,19 +161,19 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   if (reply(fuse_reply_open, req, fi) == -ENOENT) drop_dir(session_of(req), fi->fh);
 }
 
-// Offsets: 1 is ".", 2 is "..", 3 + i is entries[i]; off is the entry to start after.
+// Offsets: 1 is ".", 2 is "..", 3 + i is entry i; off is the entry to start after.
 // Entries without attributes (a READDIR, or a READDIRPLUS the policy answers with names
 // only) carry kUnknownIno as d_ino, never 0: readdir_r() in glibc and Go's os.ReadDir skip
-// entries whose d_ino is 0, as deleted ones.
+// entries whose d_ino is 0, as deleted ones. A directory read page by page may fail on a
+// later page: the entries before it are given, and the next call reports the failure.
 void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi,
                 bool plus) {
   Session& s = session_of(req);
-  const DirListing& listing = **reinterpret_cast<DirListingPtr*>(fi->fh);
+  const OpenDir& dir = **reinterpret_cast<OpenDirPtr*>(fi->fh);
   const bool attributes = plus && s.readdir->attributes_for(caller_of(req), ino);
   std::vector<char> buf(size);
   size_t used = 0;
-  const size_t total = listing.entries.size() + 2;
-  for (size_t i = static_cast<size_t>(off); i < total; ++i) {
+  for (size_t i = static_cast<size_t>(off);; ++i) {
     const char* name;
     struct stat st {};
     fuse_entry_param e{};
@@ -187,7 +187,13 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
       st.st_ino = s.fs.parent_of(ino);
       st.st_mode = S_IFDIR;
     } else {
-      entry = &listing.entries[i - 2];
+      auto r = dir.at(i - 2);
+      if (!r.is_ok()) {
+        if (used == 0) return reply_status(req, r.status());
+        break;
+      }
+      entry = *r;
+      if (entry == nullptr) break;  // the end
       name = entry->name.c_str();
       st.st_ino = kUnknownIno;
       st.st_mode = entry->is_dir ? S_IFDIR : S_IFREG;
@@ -528,8 +534,8 @@ uint64_t FuseCallbackState::keep_file(std::unique_ptr<FileHandle> h) {
   return fh;
 }
 
-uint64_t FuseCallbackState::keep_dir(DirListingPtr listing) {
-  const auto fh = reinterpret_cast<uint64_t>(new DirListingPtr(std::move(listing)));
+uint64_t FuseCallbackState::keep_dir(OpenDirPtr dir) {
+  const auto fh = reinterpret_cast<uint64_t>(new OpenDirPtr(std::move(dir)));
   std::lock_guard lock(open->mu);
   open->dirs.insert(fh);
   return fh;
@@ -544,7 +550,7 @@ void release_open_handles(FuseCallbackState& state) {
   }
   for (uint64_t fh : files)
     state.fs.release(std::unique_ptr<FileHandle>(reinterpret_cast<FileHandle*>(fh)));
-  for (uint64_t fh : dirs) delete reinterpret_cast<DirListingPtr*>(fh);
+  for (uint64_t fh : dirs) delete reinterpret_cast<OpenDirPtr*>(fh);
   if (!files.empty() || !dirs.empty()) {
     log::info("released {} files and {} directories the kernel still held open", files.size(),
               dirs.size());

@@ -58,7 +58,7 @@ struct FuseCallbackState {
 
   // A handle given to the kernel (its fuse_file_info::fh), kept in `open` until released.
   uint64_t keep_file(std::unique_ptr<FileHandle> h);
-  uint64_t keep_dir(DirListingPtr listing);
+  uint64_t keep_dir(OpenDirPtr dir);
 };
 
 // Releases the handles the kernel never released: a RELEASE it sends after the session's loop

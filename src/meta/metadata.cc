@@ -4,7 +4,9 @@
 
 #include "common/log.h"
 #include "common/reserved_names.h"
+#include "meta/dir_stream.h"
 #include "meta/listing_index.h"
+#include "meta/listing_pages.h"
 
 namespace warmfs {
 
@@ -77,7 +79,6 @@ void Metadata::touch_dir_locked(std::string_view dir_path) {
 }
 
 Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int max_pages) {
-  const std::string prefix = dir_key(dir_path);
   auto listing = std::make_shared<DirListing>();
   listing->listed_at = clock_.now();
   const auto listed_at_wall = clock_.wall_now();
@@ -86,57 +87,24 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
     std::lock_guard lock(mu_);
     edits = index_edits_;
   }
-  uint64_t skipped = 0;
-  ListRequest req;
-  req.prefix = prefix;
-  req.delimiter = "/";
-  // A directory may hold a file "x" and a prefix "x/"; the directory wins.
-  std::unordered_map<std::string, size_t> index;
-  auto add = [&](DirEntry e) {
-    auto [it, inserted] = index.emplace(e.name, listing->entries.size());
-    if (inserted) {
-      listing->entries.push_back(std::move(e));
-    } else if (e.is_dir) {
-      listing->entries[it->second] = std::move(e);
-    }
-  };
-  int pages = 0;
-  do {
-    if (max_pages > 0 && pages++ == max_pages) {
+  ListingPages pages(dir_key(dir_path), dir_path.empty(), options_.dir_mtime_sec);
+  for (int n = 0; !pages.complete(); ++n) {
+    if (max_pages > 0 && n == max_pages) {
       return Status(Errc::kNotSupported,
                     "directory has more than " + std::to_string(max_pages) + " pages");
     }
-    WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(req));
-    for (auto& obj : page.objects) {
-      std::string_view rest = std::string_view(obj.key).substr(prefix.size());
-      if (rest.empty()) continue;  // the directory's own "dir/" marker
-      if (!is_valid_name(rest)) {
-        ++skipped;
-        log::info("skipping key {:?}: {:?} is not a valid file name", obj.key, std::string(rest));
-        continue;
-      }
-      add(DirEntry{std::string(rest), false, obj.size, obj.mtime_sec, obj.etag});
-    }
-    for (auto& cp : page.common_prefixes) {
-      std::string_view rest = std::string_view(cp).substr(prefix.size());
-      if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-      if (dir_path.empty() && rest == kReservedDirName) continue;  // warmfs's own objects
-      if (!is_valid_name(rest)) {
-        ++skipped;
-        log::info("skipping prefix {:?}: {:?} is not a valid directory name", cp,
-                  std::string(rest));
-        continue;
-      }
-      add(DirEntry{std::string(rest), true, 0, options_.dir_mtime_sec, ""});
-    }
-    if (page.truncated && page.next_token.empty()) {
-      return Status(Errc::kCorrupt, "ListObjectsV2 truncated without a continuation token");
-    }
-    req.continuation_token = page.next_token;
-    if (!page.truncated) break;
-  } while (true);
-  std::sort(listing->entries.begin(), listing->entries.end(),
-            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+    WARMFS_ASSIGN_OR_RETURN(ListPage page, store_.list(pages.next_request()));
+    WARMFS_RETURN_IF_ERROR(pages.add(std::move(page)));
+  }
+  const uint64_t skipped = pages.skipped();
+  listing->entries = std::move(pages).take_sorted();
+  return install_listed(dir_path, listing, edits, listed_at_wall, skipped, nullptr);
+}
+
+DirListingPtr Metadata::install_listed(const std::string& dir_path,
+                                       const std::shared_ptr<DirListing>& listing, uint64_t edits,
+                                       std::chrono::system_clock::time_point listed_at_wall,
+                                       uint64_t skipped, const DirStream* stream) {
   listing->entries.shrink_to_fit();  // kept for the TTL: no spare capacity
   std::string encoded;
   if (index_) {
@@ -145,12 +113,18 @@ Result<DirListingPtr> Metadata::fetch_listing(const std::string& dir_path, int m
         std::chrono::duration_cast<std::chrono::milliseconds>(listed_at_wall.time_since_epoch())
             .count());
   }
-
   std::lock_guard lock(mu_);
   if (index_) index_listing_locked(dir_path, edits, encoded);
   skipped_keys_ += skipped;
   install_listing_locked(dir_path, listing);
-  return DirListingPtr(listing);
+  if (stream != nullptr) {
+    // Lookups go to the cached listing from now on.
+    if (auto it = streams_.find(dir_path); it != streams_.end()) {
+      auto held = it->second.lock();
+      if (!held || held.get() == stream) streams_.erase(it);
+    }
+  }
+  return listing;
 }
 
 Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name) {
@@ -270,6 +244,12 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     DirEntry entry = *e;
     ensure_known(path, entry);
     return upsert_node(parent, path, entry, listing->said_at.value_or(listing->listed_at));
+  }
+  // A directory read page by page for a readdir now: the pages read may answer.
+  if (StreamAnswer a = stream_answer(parent_path, name); a.known) {
+    if (!a.entry) return Status(Errc::kNotFound, "no such file or directory: " + path);
+    ensure_known(path, *a.entry);
+    return upsert_node(parent, path, *a.entry, a.listed_at);
   }
   if (const int pages = pages_to_list(parent_path); pages > 0) {
     // The first lookup in a directory lists it if one page holds it; after several lookups

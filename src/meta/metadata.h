@@ -134,6 +134,9 @@ struct MetaCounters {
 bool is_valid_name(std::string_view name);
 
 class ListingIndex;
+class DirStream;
+class OpenDir;
+using OpenDirPtr = std::shared_ptr<const OpenDir>;
 
 class Metadata {
  public:
@@ -160,6 +163,9 @@ class Metadata {
   Result<NodeAttr> revalidate_file(uint64_t ino);
   // The entries of a directory, from the cache when fresh.
   Result<DirListingPtr> list(uint64_t dir_ino);
+  // The directory for readdir (dir_stream.h): the cached listing when fresh, else its first
+  // page now and the rest as readdir reaches it.
+  Result<OpenDirPtr> open_dir(uint64_t dir_ino);
   // Inode of a node's parent directory (the root is its own parent).
   uint64_t parent_of(uint64_t ino) const;
   // Full object key of a node.
@@ -231,6 +237,8 @@ class Metadata {
   const MetaOptions& options() const { return options_; }
 
  private:
+  friend class DirStream;
+
   // One per path the kernel holds. The 8-byte fields come first and the flags after the
   // 20-byte ETag, so no padding is spent between them.
   struct Node {
@@ -309,6 +317,21 @@ class Metadata {
 
   // Lists a directory, all pages, or fails with kNotSupported past max_pages (0: no limit).
   Result<DirListingPtr> fetch_listing(const std::string& dir_path, int max_pages = 0);
+  // Caches a whole listing from the bucket (and keeps it in the index), begun when the index
+  // had seen `edits` changes; stream: the DirStream it came from, whose lookups it now
+  // answers. Locks mu_.
+  DirListingPtr install_listed(const std::string& dir_path,
+                               const std::shared_ptr<DirListing>& listing, uint64_t edits,
+                               std::chrono::system_clock::time_point listed_at_wall,
+                               uint64_t skipped, const DirStream* stream);
+  // What a directory's DirStream, while it runs, says of name: known (found: entry, or
+  // absent) or not. Locks mu_.
+  struct StreamAnswer {
+    bool known = false;
+    std::optional<DirEntry> entry;
+    std::chrono::steady_clock::time_point listed_at{};
+  };
+  StreamAnswer stream_answer(const std::string& dir_path, std::string_view name);
   // Counts a lookup by name in dir_path that no listing answered, and says how many pages
   // of the directory to list instead of probing: 1 for the first lookup within the TTL (a
   // directory that fits one page is then known whole, for the price of one request),
@@ -390,11 +413,13 @@ class Metadata {
   // the kernel, is in nodes_ only). A node's path changes only while it is out of here.
   std::unordered_set<Node*, PathHash, PathEq> ino_by_path_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
-  std::unordered_map<std::string, DirProbes> probes_;        // by directory path
-  std::unordered_map<std::string, Known> known_;             // by known_key()
-  std::shared_ptr<const StoredHeaders> last_headers_;        // shared_headers_locked()
-  std::shared_ptr<const ObjectAttrs> last_attrs_;            // shared_attrs_locked()
-  std::unordered_map<uint64_t, bool> local_inos_;            // nodes with local = true
+  // Directories read page by page now (open_dir), by path; gone when complete or closed.
+  std::unordered_map<std::string, std::weak_ptr<DirStream>> streams_;
+  std::unordered_map<std::string, DirProbes> probes_;  // by directory path
+  std::unordered_map<std::string, Known> known_;       // by known_key()
+  std::shared_ptr<const StoredHeaders> last_headers_;  // shared_headers_locked()
+  std::shared_ptr<const ObjectAttrs> last_attrs_;      // shared_attrs_locked()
+  std::unordered_map<uint64_t, bool> local_inos_;      // nodes with local = true
   uint64_t listing_cache_hits_ = 0;
   uint64_t skipped_keys_ = 0;
   ListingIndex* index_ = nullptr;

@@ -163,28 +163,35 @@ class Tree(harness.WarmfsTestCase):
                 self.assertEqual((self.root / key).read_bytes(), TREE[key])
 
 
-def _getdents(path, bufsize: int) -> list[tuple[int, str]]:
-    """(d_ino, name) of every entry, read with getdents64 and a buffer of bufsize bytes (glibc
-    reads with st_blksize, 1 MiB on warmfs; a small one makes the kernel ask for more pages)."""
+def _getdents_calls(fd: int, bufsize: int):
+    """Yields the (d_ino, name) entries of each getdents64 call on fd, with a buffer of bufsize
+    bytes (glibc reads with st_blksize, 1 MiB on warmfs; a small one makes the kernel ask for
+    more pages), until the end."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
+    buf = ctypes.create_string_buffer(bufsize)
+    while True:
+        n = libc.syscall(217, fd, buf, bufsize)  # SYS_getdents64 on x86-64
+        if n < 0:
+            raise OSError(ctypes.get_errno(), "getdents64")
+        if n == 0:
+            return
+        raw = buf.raw[:n]
+        off = 0
+        out = []
+        while off < n:
+            ino, _, reclen = struct.unpack_from("<QqH", raw, off)
+            name = raw[off + 19:off + reclen].split(b"\0", 1)[0].decode()
+            out.append((ino, name))
+            off += reclen
+        yield out
+
+
+def _getdents(path, bufsize: int) -> list[tuple[int, str]]:
+    """(d_ino, name) of every entry of a directory, read with getdents64 (_getdents_calls)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    out = []
     try:
-        buf = ctypes.create_string_buffer(bufsize)
-        while True:
-            n = libc.syscall(217, fd, buf, bufsize)  # SYS_getdents64 on x86-64
-            if n < 0:
-                raise OSError(ctypes.get_errno(), "getdents64")
-            if n == 0:
-                return out
-            raw = buf.raw[:n]
-            off = 0
-            while off < n:
-                ino, _, reclen = struct.unpack_from("<QqH", raw, off)
-                name = raw[off + 19:off + reclen].split(b"\0", 1)[0].decode()
-                out.append((ino, name))
-                off += reclen
+        return [e for call in _getdents_calls(fd, bufsize) for e in call]
     finally:
         os.close(fd)
 
@@ -230,6 +237,30 @@ class Listings(harness.WarmfsTestCase):
                 zero = [n for ino, n in entries if ino == 0]
                 self.assertEqual(zero, [], "entries with d_ino 0 (readdir_r and Go skip them)")
                 m.close()
+
+    def test_large_directory_is_read_page_by_page(self):
+        """A directory of two LIST pages gives its first entries after one LIST; the second
+        page is asked for when readdir reaches it; the listing then answers every stat."""
+        m = harness.mount(self.addCleanup, MOTO, "s3://tree", args=["--read-only"], name="pages")
+        os.stat(m.path / "many")
+        lists = lambda: m.stats()["bucket_requests"]["list"]  # noqa: E731
+        before = lists()
+        fd = os.open(m.path / "many", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            calls = _getdents_calls(fd, 4096)
+            first = next(calls)
+            self.assertGreater(len(first), 2)
+            self.assertEqual(lists(), before + 1, "readdir waited for every page")
+            names = [n for _, n in first] + [n for call in calls for _, n in call]
+        finally:
+            os.close(fd)
+        self.assertEqual(lists(), before + 2)
+        names = [n for n in names if n not in (".", "..")]
+        self.assertEqual(sorted(names), sorted(k.split("/")[1] for k in MANY))  # each once
+        requests = m.stats()["bucket_requests"]
+        for name in names:
+            self.assertEqual(os.stat(m.path / "many" / name).st_size, len(MANY[f"many/{name}"]))
+        self.assertEqual(m.stats()["bucket_requests"], requests, "a stat asked the bucket")
 
 
 BAD_KEYS = {

@@ -101,8 +101,10 @@ struct FsFixture {
   std::vector<std::string> names(uint64_t dir_ino) {
     auto l = fs->opendir(dir_ino);
     REQUIRE(l.is_ok());
+    auto entries = (*l)->read_all();
+    REQUIRE(entries.is_ok());
     std::vector<std::string> out;
-    for (auto& e : (*l)->entries) out.push_back(e.name);
+    for (auto& e : *entries) out.push_back(e.name);
     return out;
   }
 };

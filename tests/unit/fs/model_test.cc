@@ -443,7 +443,9 @@ class Harness {
   std::string walk(const std::string& dir, uint64_t ino, std::map<std::string, Seen>& out) {
     auto l = fs_->opendir(ino);
     if (!l.is_ok()) return "opendir(" + dir + "): " + l.status().to_string();
-    for (const DirEntry& e : (*l)->entries) {
+    auto entries = (*l)->read_all();
+    if (!entries.is_ok()) return "readdir(" + dir + "): " + entries.status().to_string();
+    for (const DirEntry& e : *entries) {
       const std::string p = model::join(dir, e.name);
       auto a = fs_->lookup(ino, e.name);
       if (!a.is_ok()) return "lookup(" + p + ") of a listed name: " + a.status().to_string();

@@ -111,7 +111,9 @@ struct BranchMount {
     auto l = fs->opendir(d->ino);
     REQUIRE(l.is_ok());
     std::vector<std::string> out;
-    for (auto& e : (*l)->entries) out.push_back(e.name);
+    auto entries = (*l)->read_all();
+    REQUIRE(entries.is_ok());
+    for (auto& e : *entries) out.push_back(e.name);
     std::sort(out.begin(), out.end());
     return out;
   }
