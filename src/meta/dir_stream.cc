@@ -143,8 +143,7 @@ Result<OpenDirPtr> Metadata::open_dir(uint64_t dir_ino) {
   return std::make_shared<const OpenDir>(std::move(stream));
 }
 
-Metadata::StreamAnswer Metadata::stream_answer(const std::string& dir_path,
-                                               std::string_view name) {
+Metadata::StreamAnswer Metadata::stream_answer(const std::string& dir_path, std::string_view name) {
   std::shared_ptr<DirStream> stream;
   {
     std::lock_guard lock(mu_);

@@ -13,6 +13,9 @@
 // (Metadata::lookup): a name found there, or absent though the pages reach past it. Other
 // opendirs of the directory meanwhile read the same stream. When the last page is in, the
 // whole listing is sorted, cached and kept in the listing index, as a listing read at once.
+// A change this mount makes in the directory meanwhile (a create, an unlink, a rename) ends
+// that: the stream's pages may predate it, so they no longer answer lookups and are not
+// cached; readdir of the open directory goes on from them, as of its opendir.
 //
 // With MetaOptions::object_attrs, each page's entries are HEADed as it comes (the round a
 // whole listing gets, a page at a time).
@@ -51,16 +54,22 @@ class DirStream {
   DirListingPtr listing() const;
 
  private:
+  friend class Metadata;
+
   Metadata& meta_;
   const std::string dir_path_;
   const uint64_t edits_;
   const std::chrono::steady_clock::time_point listed_at_;
   const std::chrono::system_clock::time_point listed_at_wall_;
 
-  std::mutex fetch_mu_;     // one page request at a time; held across it
-  mutable std::mutex mu_;   // guards what follows; never held across a request
+  std::mutex fetch_mu_;  // one page request at a time; held across it
+  // Set (with Metadata's mutex held) when this mount changes the directory: the pages may
+  // predate the change, so lookups stop asking them and the listing is not cached.
+  bool outdated_ = false;
+
+  mutable std::mutex mu_;  // guards what follows; never held across a request
   ListingPages pages_;
-  DirListingPtr listing_;   // once complete
+  DirListingPtr listing_;  // once complete
 };
 
 class OpenDir {

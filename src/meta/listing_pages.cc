@@ -122,7 +122,8 @@ ListingPages::Answer ListingPages::find(std::string_view name, const DirEntry** 
 
 namespace {
 void sort_by_name(std::vector<DirEntry>& v) {
-  std::sort(v.begin(), v.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  std::sort(v.begin(), v.end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
 }
 }  // namespace
 

@@ -114,17 +114,21 @@ DirListingPtr Metadata::install_listed(const std::string& dir_path,
             .count());
   }
   std::lock_guard lock(mu_);
-  if (index_) index_listing_locked(dir_path, edits, encoded);
   skipped_keys_ += skipped;
+  // A stream this mount's changes outdated (drop_stream_locked) is not cached.
+  if (stream != nullptr && stream->outdated_) return listing;
+  if (index_) index_listing_locked(dir_path, edits, encoded);
   install_listing_locked(dir_path, listing);
-  if (stream != nullptr) {
-    // Lookups go to the cached listing from now on.
-    if (auto it = streams_.find(dir_path); it != streams_.end()) {
-      auto held = it->second.lock();
-      if (!held || held.get() == stream) streams_.erase(it);
-    }
-  }
+  // Lookups go to the cached listing from now on.
+  if (stream != nullptr) drop_stream_locked(dir_path);
   return listing;
+}
+
+void Metadata::drop_stream_locked(const std::string& dir_path) {
+  auto it = streams_.find(dir_path);
+  if (it == streams_.end()) return;
+  if (auto held = it->second.lock()) held->outdated_ = true;
+  streams_.erase(it);
 }
 
 Result<DirEntry> Metadata::probe(const std::string& path, std::string_view name) {
@@ -297,6 +301,7 @@ Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_vie
 void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name,
                                    const DirEntry* entry) {
   unindex_locked(dir_path);
+  drop_stream_locked(dir_path);
   auto lit = listings_.find(dir_path);
   if (lit == listings_.end()) return;
   const DirListing& old = *lit->second.listing;
@@ -432,6 +437,7 @@ void Metadata::forget_listing(uint64_t dir_ino) {
   if (it == nodes_.end() || !it->second.is_dir) return;
   listings_.erase(it->second.path);
   unindex_locked(it->second.path);
+  drop_stream_locked(it->second.path);
 }
 
 void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,

@@ -332,6 +332,9 @@ class Metadata {
     std::chrono::steady_clock::time_point listed_at{};
   };
   StreamAnswer stream_answer(const std::string& dir_path, std::string_view name);
+  // This mount changed dir_path: a DirStream of it stops answering lookups and will not be
+  // cached (dir_stream.h); mu_ held.
+  void drop_stream_locked(const std::string& dir_path);
   // Counts a lookup by name in dir_path that no listing answered, and says how many pages
   // of the directory to list instead of probing: 1 for the first lookup within the TTL (a
   // directory that fits one page is then known whole, for the price of one request),

@@ -208,3 +208,39 @@ TEST_CASE("with object attributes, each page's entries are HEADed as it comes",
   REQUIRE(f.meta->lookup(d, "f01100").is_ok());
   CHECK(f.heads() == heads + 1200);
 }
+
+TEST_CASE("a change this mount makes in a directory being read ends the stream's answers",
+          "[meta][dir_stream]") {
+  Fixture f;
+  for (int i = 0; i < 1500; ++i) f.bucket.put_object(fmt::format("d/f{:05}", i), "x");
+  const uint64_t d = f.dir("d");
+  auto open = f.meta->open_dir(d);
+  REQUIRE(open.is_ok());
+  REQUIRE(f.meta->lookup(d, "f00010").is_ok());  // from the pages read
+
+  // rm: the bucket loses the key, and the mount says so.
+  REQUIRE(f.bucket.remove("d/f00010").is_ok());
+  f.meta->removed(d, "f00010");
+  CHECK(f.meta->lookup(d, "f00010").code() == Errc::kNotFound);
+  // A file created and uploaded here: a name the pages say is absent.
+  auto created = f.meta->add_local_file(d, "f00010.new", 0);
+  REQUIRE(created.is_ok());
+  f.bucket.put_object("d/f00010.new", "new");
+  auto info = f.bucket.head("d/f00010.new");
+  REQUIRE(info.is_ok());
+  f.meta->file_changed(created->ino, info->size, info->etag, info->mtime_sec);
+  auto found = f.meta->lookup(d, "f00010.new");
+  REQUIRE(found.is_ok());
+  CHECK(found->size == 3);
+
+  // readdir of the open directory goes on, as of its opendir; what it read is not cached.
+  auto all = (*open)->read_all();
+  REQUIRE(all.is_ok());
+  CHECK(all->size() == 1500);
+  const int lists = f.lists();
+  auto listed = f.meta->list(d);
+  REQUIRE(listed.is_ok());
+  CHECK(f.lists() > lists);  // listed again
+  CHECK((*listed)->find("f00010") == nullptr);
+  CHECK((*listed)->find("f00010.new") != nullptr);
+}
