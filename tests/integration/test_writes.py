@@ -229,6 +229,18 @@ class RandomWrites(harness.WarmfsTestCase):
 
 
 class Namespace(harness.WarmfsTestCase):
+    def test_removing_a_directory_of_two_list_pages(self):
+        """shutil.rmtree unlinks entries while it reads the directory, which comes page by
+        page (docs/posix.md#listings): every key goes, and nothing removed shows again."""
+        import shutil
+        c = MOTO.client()
+        keys = {f"big/d/f{i:04d}": b"x" for i in range(1050)}
+        harness.put_many(c, BUCKET, keys, threads=12)
+        m = self.mount(MOTO, f"s3://{BUCKET}/big")
+        shutil.rmtree(m.path / "d")
+        self.assertEqual(harness.list_keys(c, BUCKET, "big/"), [])  # boto3's own listing
+        self.assertEqual(os.listdir(m.path), [])
+
     def test_mkdir_rmdir_rename_unlink(self):
         c = MOTO.client()
         harness.put_many(c, BUCKET, {"ns/d/one": b"1", "ns/d/sub/two": b"22", "ns/f": b"fff"})
