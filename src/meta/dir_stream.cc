@@ -101,16 +101,7 @@ Result<OpenDirPtr> Metadata::open_dir(uint64_t dir_ino) {
   uint64_t edits = 0;
   {
     std::lock_guard lock(mu_);
-    auto it = nodes_.find(dir_ino);
-    if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-    if (!it->second.is_dir) return Status(Errc::kInvalidArgument, "not a directory");
-    path = it->second.path;
-    auto lit = listings_.find(path);
-    if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
-      ++listing_cache_hits_;
-      listing = lit->second.listing;
-    }
-    unlisted = lit == listings_.end();
+    WARMFS_ASSIGN_OR_RETURN(path, cached_listing_locked(dir_ino, &listing, &unlisted));
     if (!listing) {
       if (auto sit = streams_.find(path); sit != streams_.end()) stream = sit->second.lock();
     }

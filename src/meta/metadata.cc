@@ -606,22 +606,27 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   return attr_of(n);
 }
 
+Result<std::string> Metadata::cached_listing_locked(uint64_t dir_ino, DirListingPtr* listing,
+                                                    bool* unlisted) {
+  auto it = nodes_.find(dir_ino);
+  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
+  if (!it->second.is_dir) return Status(Errc::kInvalidArgument, "not a directory");
+  auto lit = listings_.find(it->second.path);
+  if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
+    ++listing_cache_hits_;
+    *listing = lit->second.listing;
+  }
+  *unlisted = lit == listings_.end();
+  return it->second.path;
+}
+
 Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
   std::string path;
   DirListingPtr listing;
   bool unlisted = false;
   {
     std::lock_guard lock(mu_);
-    auto it = nodes_.find(dir_ino);
-    if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-    if (!it->second.is_dir) return Status(Errc::kInvalidArgument, "not a directory");
-    path = it->second.path;
-    auto lit = listings_.find(path);
-    if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
-      ++listing_cache_hits_;
-      listing = lit->second.listing;
-    }
-    unlisted = lit == listings_.end();
+    WARMFS_ASSIGN_OR_RETURN(path, cached_listing_locked(dir_ino, &listing, &unlisted));
   }
   if (unlisted && index_) listing = listing_from_index(path);
   if (!listing) {

@@ -315,6 +315,10 @@ class Metadata {
   std::string dir_key(std::string_view path) const;
   bool fresh(std::chrono::steady_clock::time_point t) const;
 
+  // A directory's path, and its cached listing if fresh (*listing; else left null);
+  // *unlisted: there is none, fresh or not. mu_ held.
+  Result<std::string> cached_listing_locked(uint64_t dir_ino, DirListingPtr* listing,
+                                            bool* unlisted);
   // Lists a directory, all pages, or fails with kNotSupported past max_pages (0: no limit).
   Result<DirListingPtr> fetch_listing(const std::string& dir_path, int max_pages = 0);
   // Caches a whole listing from the bucket (and keeps it in the index), begun when the index
