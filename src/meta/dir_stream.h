@@ -5,7 +5,8 @@
 // If that is all of it, the listing is cached whole, as Metadata::list() would. If the bucket
 // has more, readdir is answered from the pages read so far and asks for the next page only
 // when it reaches their end: the first entries of a directory of a million objects come
-// after one LIST, not a thousand, and its entries are held once, not copied per page.
+// after one LIST, not a thousand. When the last page is in, the sorted copy that is cached
+// (below) lives beside the stream's own entries until the directory is closed.
 //
 // Entries come in the bucket's key order, settled (listing_pages.h): a file "x" is given out
 // once the pages reach past "x/", when it can no longer turn out to be a directory. While
