@@ -105,9 +105,7 @@ Result<OpenDirPtr> Metadata::open_dir(uint64_t dir_ino) {
     if (!listing) {
       if (auto sit = streams_.find(path); sit != streams_.end()) stream = sit->second.lock();
     }
-    for (const auto& [ino, _] : local_inos_) {
-      if (dir_name(nodes_.at(ino).path) == path) local_children = true;
-    }
+    local_children = has_local_children_locked(path);
     edits = index_edits_;
   }
   if (stream) return std::make_shared<const OpenDir>(std::move(stream));
@@ -134,14 +132,7 @@ Result<OpenDirPtr> Metadata::open_dir(uint64_t dir_ino) {
   return std::make_shared<const OpenDir>(std::move(stream));
 }
 
-Metadata::StreamAnswer Metadata::stream_answer(const std::string& dir_path, std::string_view name) {
-  std::shared_ptr<DirStream> stream;
-  {
-    std::lock_guard lock(mu_);
-    auto it = streams_.find(dir_path);
-    if (it == streams_.end()) return {};
-    stream = it->second.lock();
-  }
+Metadata::StreamAnswer Metadata::stream_answer(const DirStream* stream, std::string_view name) {
   if (!stream) return {};
   StreamAnswer a;
   DirEntry e;

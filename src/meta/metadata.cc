@@ -222,7 +222,8 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   std::string path;
   std::string parent_path;
   DirListingPtr listing;
-  bool unlisted = false;  // no listing of parent, fresh or not
+  std::shared_ptr<DirStream> stream;  // a DirStream reading parent now, if any
+  bool unlisted = false;              // no listing of parent, fresh or not
   {
     std::lock_guard lock(mu_);
     auto pit = nodes_.find(parent);
@@ -240,6 +241,11 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
       ++listing_cache_hits_;
     }
     unlisted = lit == listings_.end();
+    if (!listing && !streams_.empty()) {
+      if (auto sit = streams_.find(parent_path); sit != streams_.end()) {
+        stream = sit->second.lock();
+      }
+    }
   }
   if (unlisted && index_) listing = listing_from_index(parent_path);
   if (listing) {
@@ -250,7 +256,7 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     return upsert_node(parent, path, entry, listing->said_at.value_or(listing->listed_at));
   }
   // A directory read page by page for a readdir now: the pages read may answer.
-  if (StreamAnswer a = stream_answer(parent_path, name); a.known) {
+  if (StreamAnswer a = stream_answer(stream.get(), name); a.known) {
     if (!a.entry) return Status(Errc::kNotFound, "no such file or directory: " + path);
     ensure_known(path, *a.entry);
     return upsert_node(parent, path, *a.entry, a.listed_at);
@@ -529,9 +535,12 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
 bool Metadata::has_local_children(uint64_t dir_ino) const {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(dir_ino);
-  if (it == nodes_.end()) return false;
+  return it != nodes_.end() && has_local_children_locked(it->second.path);
+}
+
+bool Metadata::has_local_children_locked(std::string_view dir_path) const {
   for (const auto& [ino, _] : local_inos_) {
-    if (dir_name(nodes_.at(ino).path) == it->second.path) return true;
+    if (dir_name(nodes_.at(ino).path) == dir_path) return true;
   }
   return false;
 }

@@ -328,14 +328,16 @@ class Metadata {
                                const std::shared_ptr<DirListing>& listing, uint64_t edits,
                                std::chrono::system_clock::time_point listed_at_wall,
                                uint64_t skipped, const DirStream* stream);
-  // What a directory's DirStream, while it runs, says of name: known (found: entry, or
-  // absent) or not. Locks mu_.
+  // What a directory's DirStream (null: none runs) says of name: known (found: entry, or
+  // absent) or not.
   struct StreamAnswer {
     bool known = false;
     std::optional<DirEntry> entry;
     std::chrono::steady_clock::time_point listed_at{};
   };
-  StreamAnswer stream_answer(const std::string& dir_path, std::string_view name);
+  static StreamAnswer stream_answer(const DirStream* stream, std::string_view name);
+  // has_local_children() of a directory's path; mu_ held.
+  bool has_local_children_locked(std::string_view dir_path) const;
   // This mount changed dir_path: a DirStream of it stops answering lookups and will not be
   // cached (dir_stream.h); mu_ held.
   void drop_stream_locked(const std::string& dir_path);
