@@ -77,6 +77,8 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
     key_entries_ = std::move(index);
     read_held_.clear();
     head_ = 0;
+    reads_since_head_ = 0;
+    recent_at_ = 0;
     front_ = 0;
     lead_grown_at_ = 0;
     order_read_ = 0;
@@ -92,7 +94,7 @@ uint64_t OrderPrefetcher::publish(std::vector<OrderEntry> order) {
 
 template <typename F>
 void OrderPrefetcher::for_touched_locked(std::string_view key, uint64_t offset, uint64_t length,
-                                         F f) {
+                                         F f, bool any_overlap) {
   auto it = key_entries_.find(key);
   if (it == key_entries_.end()) return;
   const KeyEntries& ke = it->second;
@@ -105,13 +107,21 @@ void OrderPrefetcher::for_touched_locked(std::string_view key, uint64_t offset, 
     Entry& e = entries_[*p];
     const uint64_t e_end = e.length > kWholeFile - e.offset ? kWholeFile : e.offset + e.length;
     if (offset >= e_end) continue;  // ends before the read
+    // The kernel reads whole pages, so a read of one entry also touches the edges of those
+    // beside it in the file (anywhere in a shuffled order). An edge is not a read of them:
+    // their bytes still have to come through here. An entry counts when the read serves at
+    // least half of it, or half the read when the entry is longer (read in pieces).
+    const uint64_t overlap = std::min(end, e_end) - std::max(offset, e.offset);
+    if (!any_overlap && overlap < (std::min(e_end - e.offset, end - offset) + 1) / 2) continue;
     f(*p, e);
   }
 }
 
-void OrderPrefetcher::mark_read_locked(uint32_t i, Entry& e, bool* late, bool* wake) {
+void OrderPrefetcher::mark_read_locked(uint32_t i, Entry& e, bool* late) {
   if (e.state == State::kRead) return;
-  if (e.state == State::kWaiting && i >= front_) *late = true;
+  // The readers reached what was not fetched yet (a read far beyond the front is another
+  // entry's read-ahead, not the readers catching up).
+  if (e.state == State::kWaiting && i >= front_ && i < front_ + kNear) *late = true;
   if (e.state == State::kFetched) {
     auto h = held_.find(i);
     if (h != held_.end()) {
@@ -119,16 +129,40 @@ void OrderPrefetcher::mark_read_locked(uint32_t i, Entry& e, bool* late, bool* w
     }
   }
   e.state = State::kRead;
+  recent_[recent_at_++ % recent_.size()] = i;
+  ++reads_since_head_;
   ++order_read_;
   read_entries_.fetch_add(1, std::memory_order_relaxed);
-  // Near the front: the readers' head moves; far beyond it, a stray read only counts.
-  if (i < std::max(front_, head_) + 2 * lead_ && i + 1 > head_) {
-    head_ = i + 1;
-    *wake = true;
-  }
 }
 
-void OrderPrefetcher::grew_late_locked(bool late, bool* wake) {
+void OrderPrefetcher::after_reads_locked(bool late, bool* wake) {
+  // The head passes entries read (or let go of), and an unread one once most of the kNear
+  // entries after it are read: the readers skipped it, or one of them is still on it. Reads
+  // scattered further on (the kernel's read-ahead serving entries beside the one read, which
+  // are anywhere in a shuffled order) do not move it.
+  const uint64_t n = entries_.size();
+  const uint64_t was = head_;
+  if (reads_since_head_ >= kStale && recent_at_ >= recent_.size()) {
+    auto last = recent_;
+    std::nth_element(last.begin(), last.begin() + last.size() / 2, last.end());
+    head_ = std::max<uint64_t>(head_, last[last.size() / 2]);
+    front_ = std::max(front_, head_);  // what they passed by is not fetched now
+  }
+  while (head_ < n) {
+    if (entries_[head_].state == State::kRead || entries_[head_].state == State::kGone) {
+      ++head_;
+      continue;
+    }
+    const uint64_t to = std::min<uint64_t>(n, head_ + 1 + kNear);
+    uint64_t read = 0;
+    for (uint64_t j = head_ + 1; j < to; ++j) read += entries_[j].state == State::kRead;
+    if (to == head_ + 1 || read * 2 < to - head_ - 1) break;
+    ++head_;
+  }
+  if (head_ != was) {
+    reads_since_head_ = 0;
+    *wake = true;
+  }
   if (!late) return;
   late_reads_.fetch_add(1, std::memory_order_relaxed);
   // The readers caught up with the fetches: a longer lead, at most once per half lead of
@@ -147,8 +181,8 @@ void OrderPrefetcher::read_started(std::string_view key, uint64_t offset, uint64
     std::lock_guard lock(mu_);
     bool late = false;
     for_touched_locked(key, offset, length,
-                       [&](uint32_t i, Entry& e) { mark_read_locked(i, e, &late, &wake); });
-    grew_late_locked(late, &wake);
+                       [&](uint32_t i, Entry& e) { mark_read_locked(i, e, &late); });
+    after_reads_locked(late, &wake);
   }
   if (wake) cv_.notify_all();
 }
@@ -175,9 +209,9 @@ void OrderPrefetcher::file_opened(std::string_view key) {
     std::lock_guard lock(mu_);
     bool late = false;
     for_touched_locked(key, 0, kWholeFile, [&](uint32_t i, Entry& e) {
-      if (e.offset == 0 && e.length == kWholeFile) mark_read_locked(i, e, &late, &wake);
+      if (e.offset == 0 && e.length == kWholeFile) mark_read_locked(i, e, &late);
     });
-    grew_late_locked(late, &wake);
+    after_reads_locked(late, &wake);
   }
   if (wake) cv_.notify_all();
 }
@@ -228,9 +262,30 @@ void OrderPrefetcher::collect_locked(std::vector<ChunkKey>& drop, std::vector<Pi
     if (e.state != State::kWaiting) continue;
     const std::string_view key = key_of_locked(e);
     picks.push_back(Pick{static_cast<uint32_t>(i), std::string(key.substr(key_prefix_.size())),
-                         std::string(key), e.offset, e.length});
+                         std::string(key), e.offset, e.length,
+                         fetch_end_locked(static_cast<uint32_t>(i), e, stop)});
   }
   if (picks.empty()) front_ = i;  // only entries already read were passed over
+}
+
+uint64_t OrderPrefetcher::fetch_end_locked(uint32_t index, const Entry& e, uint64_t stop) {
+  if (e.length == kWholeFile || e.length > kWholeFile - e.offset) return kWholeFile;
+  const uint64_t cs = fetcher_->options().chunk_size;
+  const uint64_t first = e.offset / cs;
+  uint64_t end = e.offset + e.length;
+  const std::string_view key = key_of_locked(e);
+  for (uint64_t c = (end + cs - 1) / cs; c < first + options_.max_run_chunks; ++c) {
+    bool needed = false;
+    for_touched_locked(
+        key, c * cs, cs,
+        [&](uint32_t i, const Entry& other) {
+          needed |= i != index && i >= front_ && i < stop && other.state == State::kWaiting;
+        },
+        /*any_overlap=*/true);
+    if (!needed) break;
+    end = (c + 1) * cs;
+  }
+  return end;
 }
 
 std::vector<ChunkKey> OrderPrefetcher::fetch_entry(const Pick& pick,
@@ -251,6 +306,8 @@ std::vector<ChunkKey> OrderPrefetcher::fetch_entry(const Pick& pick,
   // A large entry: its start ahead, the rest by the reader's own read-ahead.
   const uint64_t cap = std::max<uint64_t>(o.chunk_size, o.max_inflight_bytes / 4);
   end = std::min(end, pick.offset + cap);
+  // The chunks after it that others of the lead need, in the same request.
+  if (pick.fetch_end > end) end = std::min(pick.fetch_end, v->size);
   for (uint64_t c = pick.offset / o.chunk_size; c * o.chunk_size < end; ++c) {
     const uint64_t length = std::min<uint64_t>(o.chunk_size, v->size - c * o.chunk_size);
     ChunkKey key{fetcher_->bucket(), v->key, v->etag, c};

@@ -12,16 +12,19 @@
 // fetch threads free.
 //
 // Readers are followed through their opens and reads (the core calls file_opened() and
-// file_closed(), read_started() and read_finished() around every read):
-// the entries a read touches are marked read, and the readers' head is one past the highest
-// entry read near the front (a read far beyond what has been fetched is only marked, so a
-// stray read does not make the order skip ahead). The worker keeps `lead` entries fetched
-// ahead of the head; each time a read finds its entry not yet fetched (the readers caught up)
-// the lead doubles, up to max_lead and whatever the budget allows: the lead follows the
-// readers' pace. Entries read are let go of at once; entries left unread more than
-// `behind` entries behind the head are let go of (counted as wasted). An entry already read
-// is never fetched; an entry never read costs its one fetch. A new order replaces the old
-// one: its pins are dropped and nothing more of it is fetched.
+// file_closed(), read_started() and read_finished() around every read): the entries a read
+// serves are marked read (not those whose edge it only touches: the kernel reads whole pages),
+// and the readers' head is the first entry they have not read, passing an unread one once
+// most of the entries after it are read (skipped, or still being read): reads scattered
+// further on, such as the kernel's read-ahead serving entries beside the one read, do not
+// move it. Readers that read elsewhere for long (an epoch resumed part way) take the head
+// with them: it moves to the median of their last reads.
+// The worker keeps `lead` entries fetched ahead of the head; each time a read finds its entry
+// not yet fetched (the readers caught up) the lead doubles, up to max_lead and whatever the
+// budget allows: the lead follows the readers' pace. Entries read are let go of at once;
+// entries left unread more than `behind` entries behind the head are let go of (counted as
+// wasted). An entry already read is never fetched; an entry never read costs its one fetch.
+// A new order replaces the old one: its pins are dropped and nothing more of it is fetched.
 //
 // An entry's prefetch is capped at a quarter of the read-ahead budget: the rest of a large
 // entry comes from the reader's own sequential read-ahead.
@@ -31,6 +34,7 @@
 // the prefetcher may go while its fetches are still in flight.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -76,6 +80,10 @@ struct OrderOptions {
   uint32_t max_lead = 1u << 16;
   // Unread entries kept this far behind the head (parallel workers finish out of order).
   uint32_t behind = 1024;
+  // An entry's request also takes the chunks after it that other entries of the lead need,
+  // up to this many chunks in all: one request for records or windows that share chunks
+  // (a bucket charges, and spends, per request as well as per byte).
+  uint32_t max_run_chunks = 8;
 };
 
 struct OrderCounters {
@@ -118,6 +126,12 @@ class OrderPrefetcher {
   OrderCounters counters() const;
 
  private:
+  // How far past the head the readers' own reads are looked for: parallel loader workers
+  // read within this many entries of each other.
+  static constexpr uint64_t kNear = 64;
+  // Entries read with the head standing still after which the readers are taken to be
+  // elsewhere (an epoch resumed part way): the head moves to the middle of their last reads.
+  static constexpr uint64_t kStale = 4 * kNear;
   enum class State : uint8_t { kWaiting, kFetched, kRead, kGone };
   struct Entry {
     uint64_t key_at = 0;  // the object key is keys_[key_at, key_at + key_len)
@@ -143,6 +157,7 @@ class OrderPrefetcher {
     std::string key;
     uint64_t offset = 0;
     uint64_t length = 0;
+    uint64_t fetch_end = 0;  // where its request ends: past its own end when others need it
   };
 
   void run();
@@ -153,13 +168,21 @@ class OrderPrefetcher {
   // budget was spent (nothing pinned).
   std::vector<ChunkKey> fetch_entry(const Pick& pick, std::vector<PendingFetch>& pending,
                                     bool* no_budget, bool* unresolved);
-  // Calls f(index, entry) for the entries of key that [offset, offset + length) touches.
+  // Calls f(index, entry) for the entries of key that [offset, offset + length) serves: it
+  // covers at least half of the entry, or of itself when the entry is longer. (A read that
+  // only touches an entry's edge, as the kernel's whole pages do, does not read it.) With
+  // any_overlap, for every entry it overlaps.
   template <typename F>
-  void for_touched_locked(std::string_view key, uint64_t offset, uint64_t length, F f);
-  // Marks entry i read; *late when it was not fetched yet, *wake when the worker has work.
-  void mark_read_locked(uint32_t i, Entry& e, bool* late, bool* wake);
-  // After marking: the lead grows if a read was late.
-  void grew_late_locked(bool late, bool* wake);
+  void for_touched_locked(std::string_view key, uint64_t offset, uint64_t length, F f,
+                          bool any_overlap = false);
+  // Where entry e's request ends: past e, through the chunks after it that waiting entries
+  // of the lead (before `stop`) need, up to max_run_chunks chunks in all.
+  uint64_t fetch_end_locked(uint32_t index, const Entry& e, uint64_t stop);
+  // Marks entry i read; *late when the readers reached it before it was fetched.
+  void mark_read_locked(uint32_t i, Entry& e, bool* late);
+  // After marking: the head moves, and the lead grows if a read was late. *wake when the
+  // worker has work.
+  void after_reads_locked(bool late, bool* wake);
   std::string_view key_of_locked(const Entry& e) const {
     return std::string_view(*keys_).substr(e.key_at, e.key_len);
   }
@@ -186,10 +209,13 @@ class OrderPrefetcher {
   std::vector<Entry> entries_;
   std::vector<uint32_t> by_key_;  // entry indices by key, then offset
   std::unordered_map<std::string_view, KeyEntries> key_entries_;  // views into keys_
-  std::map<uint32_t, Held> held_;    // fetched, not let go of, by entry
-  std::vector<uint32_t> read_held_;  // entries in held_ read since the worker last looked
-  uint64_t head_ = 0;                // one past the highest entry read near the front
-  uint64_t front_ = 0;               // entries before it have been considered for fetching
+  std::map<uint32_t, Held> held_;      // fetched, not let go of, by entry
+  std::vector<uint32_t> read_held_;    // entries in held_ read since the worker last looked
+  uint64_t head_ = 0;                  // the first entry the readers have not read (see above)
+  uint64_t reads_since_head_ = 0;      // entries read since the head last moved
+  std::array<uint32_t, 15> recent_{};  // the last entries read, for a head gone stale
+  uint32_t recent_at_ = 0;
+  uint64_t front_ = 0;  // entries before it have been considered for fetching
   uint64_t lead_ = 0;
   uint64_t lead_grown_at_ = 0;  // order_read_ when the lead last grew
   uint64_t order_read_ = 0;

@@ -339,3 +339,80 @@ TEST_CASE("order prefetch: a one-entry order of a short key", "[order]") {
   CHECK(s.order->counters().order_read == 1);
   CHECK(s.store.call_count(Op::kGetRange) == 1);
 }
+
+TEST_CASE("order prefetch: a read that only touches an entry's edge does not read it", "[order]") {
+  OrderOptions oo;
+  oo.max_requests = 2;
+  oo.initial_lead = 8;
+  oo.behind = 8;
+  Setup s(1, 64 * kChunk, oo);
+  const std::string name = s.names[0];
+  // Token windows back to back, in a shuffled order; each read widened to whole 256-byte
+  // pages, as the kernel reads, so it also touches the ends of the windows beside it.
+  constexpr uint64_t kWindow = 1000;
+  std::vector<OrderEntry> order;
+  for (uint64_t off = 0; off + kWindow <= 64 * kChunk; off += kWindow) {
+    order.push_back(OrderEntry{name, off, kWindow});
+  }
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(4));
+  s.order->publish(order);
+  size_t read = 0;
+  size_t miscounted = 0;
+  for (const auto& e : order) {
+    const uint64_t from = e.offset / 256 * 256;
+    const uint64_t to = (e.offset + e.length + 255) / 256 * 256;
+    s.read(name, from, to - from);
+    ++read;
+    const OrderCounters c = s.order->counters();
+    if (c.order_read != read || c.head != read) ++miscounted;
+  }
+  // Each read counted its own window only, so the head followed the reader exactly and
+  // nothing fetched ahead fell behind it unread.
+  CHECK(miscounted == 0);
+  const OrderCounters c = s.order->counters();
+  CHECK(c.order_read == order.size());
+  CHECK(c.wasted_entries == 0);
+  CHECK(s.store.bytes_returned() == 64 * kChunk);
+}
+
+TEST_CASE("order prefetch: readers that start part way through the order are followed", "[order]") {
+  OrderOptions oo;
+  oo.max_requests = 4;
+  oo.initial_lead = 32;
+  Setup s(1600, 3000, oo);
+  const auto order = s.shuffled(6);
+  s.order->publish(order);
+  // An epoch resumed at its 1,000th entry: the first ones are never read.
+  for (size_t i = 1000; i < order.size(); ++i) s.read(order[i].path);
+  const OrderCounters c = s.order->counters();
+  CHECK(c.head == order.size());
+  CHECK(c.order_read == 600);
+  // The head came to the readers within a few hundred reads, and the prefetcher went on
+  // ahead of them from there.
+  CHECK(c.fetched_entries >= 250);
+  CHECK(s.store.call_count(Op::kGetRange) <= 600 + 32 + 64);
+}
+
+TEST_CASE("order prefetch: records that share a run of chunks share a request", "[order]") {
+  OrderOptions oo;
+  oo.max_requests = 2;
+  oo.initial_lead = 64;
+  Setup s(1, 64 * kChunk, oo);
+  const std::string name = s.names[0];
+  // One record in each chunk, in a shuffled order: the lead holds them all.
+  std::vector<OrderEntry> order;
+  for (uint64_t c = 0; c < 64; ++c) order.push_back(OrderEntry{name, c * kChunk + 100, 1000});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(12));
+  s.order->publish(order);
+  REQUIRE(eventually([&] {
+    const OrderCounters c = s.order->counters();
+    return c.order_fetched == 64 && c.requests_inflight == 0;
+  }));
+  // Each request took up to max_run_chunks chunks that others needed: far fewer requests
+  // than chunks, and no chunk fetched twice.
+  CHECK(s.store.call_count(Op::kGetRange) <= 64 / 4);
+  CHECK(s.store.bytes_returned() == 64 * kChunk);
+  for (const auto& e : order) s.read(name, e.offset, e.length);
+  CHECK(s.store.bytes_returned() == 64 * kChunk);
+  CHECK(s.order->counters().wasted_entries == 0);
+}
