@@ -263,34 +263,35 @@ void OrderPrefetcher::collect_locked(std::vector<ChunkKey>& drop, std::vector<Pi
     const std::string_view key = key_of_locked(e);
     picks.push_back(Pick{static_cast<uint32_t>(i), std::string(key.substr(key_prefix_.size())),
                          std::string(key), e.offset, e.length,
-                         fetch_end_locked(static_cast<uint32_t>(i), e, stop)});
+                         extra_for_locked(static_cast<uint32_t>(i), e, stop)});
   }
   if (picks.empty()) front_ = i;  // only entries already read were passed over
 }
 
-uint64_t OrderPrefetcher::fetch_end_locked(uint32_t index, const Entry& e, uint64_t stop) {
-  if (e.length == kWholeFile || e.length > kWholeFile - e.offset) return kWholeFile;
+std::vector<uint32_t> OrderPrefetcher::extra_for_locked(uint32_t index, const Entry& e,
+                                                        uint64_t stop) {
+  std::vector<uint32_t> extra;
+  if (e.length == kWholeFile || e.length > kWholeFile - e.offset) return extra;
   const uint64_t cs = fetcher_->options().chunk_size;
   const uint64_t first = e.offset / cs;
-  uint64_t end = e.offset + e.length;
   const std::string_view key = key_of_locked(e);
-  for (uint64_t c = (end + cs - 1) / cs; c < first + options_.max_run_chunks; ++c) {
-    bool needed = false;
+  for (uint64_t c = (e.offset + e.length + cs - 1) / cs; c < first + options_.max_run_chunks; ++c) {
+    uint64_t owner = stop;
     for_touched_locked(
         key, c * cs, cs,
         [&](uint32_t i, const Entry& other) {
-          needed |= i != index && i >= front_ && i < stop && other.state == State::kWaiting;
+          if (i != index && i >= front_ && i < owner && other.state == State::kWaiting) owner = i;
         },
         /*any_overlap=*/true);
-    if (!needed) break;
-    end = (c + 1) * cs;
+    if (owner == stop) break;
+    extra.push_back(static_cast<uint32_t>(owner));
   }
-  return end;
+  return extra;
 }
 
-std::vector<ChunkKey> OrderPrefetcher::fetch_entry(const Pick& pick,
-                                                   std::vector<PendingFetch>& pending,
-                                                   bool* no_budget, bool* unresolved) {
+std::vector<ChunkKey> OrderPrefetcher::fetch_entry(
+    const Pick& pick, std::vector<PendingFetch>& pending,
+    std::vector<std::pair<uint32_t, ChunkKey>>& extra, bool* no_budget, bool* unresolved) {
   std::vector<ChunkKey> pins;
   Result<ObjectVersion> v = resolver_(pick.path);
   if (!v.is_ok()) {
@@ -306,16 +307,27 @@ std::vector<ChunkKey> OrderPrefetcher::fetch_entry(const Pick& pick,
   // A large entry: its start ahead, the rest by the reader's own read-ahead.
   const uint64_t cap = std::max<uint64_t>(o.chunk_size, o.max_inflight_bytes / 4);
   end = std::min(end, pick.offset + cap);
-  // The chunks after it that others of the lead need, in the same request.
-  if (pick.fetch_end > end) end = std::min(pick.fetch_end, v->size);
-  for (uint64_t c = pick.offset / o.chunk_size; c * o.chunk_size < end; ++c) {
+  uint64_t c = pick.offset / o.chunk_size;
+  for (; c * o.chunk_size < end; ++c) {
     const uint64_t length = std::min<uint64_t>(o.chunk_size, v->size - c * o.chunk_size);
     ChunkKey key{fetcher_->bucket(), v->key, v->etag, c};
     if (!fetcher_->pin(key, length, &pending)) {
       *no_budget = true;
-      break;
+      return pins;
     }
     pins.push_back(std::move(key));
+  }
+  // The chunks after it that others of the lead need: pinned for them, fetched in the same
+  // request (the fetcher joins consecutive chunks into one range GET).
+  for (uint32_t owner : pick.extra_for) {
+    if (c * o.chunk_size >= v->size) break;
+    const uint64_t length = std::min<uint64_t>(o.chunk_size, v->size - c * o.chunk_size);
+    ChunkKey key{fetcher_->bucket(), v->key, v->etag, c++};
+    if (!fetcher_->pin(key, length, &pending)) {
+      *no_budget = true;
+      break;
+    }
+    extra.emplace_back(owner, std::move(key));
   }
   return pins;
 }
@@ -342,6 +354,7 @@ void OrderPrefetcher::run() {
     struct Done {
       uint32_t index;
       std::vector<ChunkKey> pins;
+      std::vector<std::pair<uint32_t, ChunkKey>> extra;
     };
     std::vector<Done> done;
     bool no_budget = false;
@@ -349,9 +362,12 @@ void OrderPrefetcher::run() {
     for (const Pick& p : picks) {
       bool skipped = false;
       std::vector<PendingFetch> pending;
-      std::vector<ChunkKey> pins = fetch_entry(p, pending, &no_budget, &skipped);
+      std::vector<std::pair<uint32_t, ChunkKey>> extra;
+      std::vector<ChunkKey> pins = fetch_entry(p, pending, extra, &no_budget, &skipped);
       if (skipped) ++unresolved;
-      if (!pins.empty() || !no_budget) done.push_back(Done{p.index, std::move(pins)});
+      if (!pins.empty() || !no_budget) {
+        done.push_back(Done{p.index, std::move(pins), std::move(extra)});
+      }
       // Each entry's requests start at once, not after the whole batch is resolved.
       if (!pending.empty()) {
         // Counted before they start, so a quick completion does not go below zero.
@@ -372,6 +388,15 @@ void OrderPrefetcher::run() {
     lock.lock();
     if (no_budget) budget_blocked_ = true;
     for (Done& d : done) {
+      // Chunks taken for entries further on are held for them, unless already read.
+      for (auto& [owner, key] : d.extra) {
+        const State s = entries_[owner].state;
+        if (generation != generation_ || s == State::kRead || s == State::kGone) {
+          late_drop.push_back(std::move(key));
+        } else {
+          held_[owner].pins.push_back(std::move(key));
+        }
+      }
       if (generation != generation_) {
         late_drop.insert(late_drop.end(), d.pins.begin(), d.pins.end());
         continue;
@@ -389,7 +414,8 @@ void OrderPrefetcher::run() {
         continue;
       }
       e.state = State::kFetched;
-      held_[d.index] = Held{std::move(d.pins)};
+      std::vector<ChunkKey>& held = held_[d.index].pins;  // may hold chunks taken for it
+      held.insert(held.end(), d.pins.begin(), d.pins.end());
     }
     if (!late_drop.empty()) {
       lock.unlock();

@@ -27,7 +27,9 @@
 // A new order replaces the old one: its pins are dropped and nothing more of it is fetched.
 //
 // An entry's prefetch is capped at a quarter of the read-ahead budget: the rest of a large
-// entry comes from the reader's own sequential read-ahead.
+// entry comes from the reader's own sequential read-ahead. An entry's request also takes the
+// chunks after it that later entries of the lead need (records or windows sharing a shard),
+// each pinned for the first entry that needs it: fewer requests, the same holding rules.
 //
 // Thread safe. Lock order: mu_ before the ChunkFetcher's lock (the fetcher never calls back
 // while holding its own). Fetch completions reach the worker through shared state (Sync), so
@@ -47,6 +49,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "readahead/read_path.h"
@@ -157,16 +160,20 @@ class OrderPrefetcher {
     std::string key;
     uint64_t offset = 0;
     uint64_t length = 0;
-    uint64_t fetch_end = 0;  // where its request ends: past its own end when others need it
+    // The chunks after its own that its request also takes, each for the first entry of the
+    // lead that needs it (held for that entry, as if fetched for it).
+    std::vector<uint32_t> extra_for;
   };
 
   void run();
   // Under mu_: entries to let go of (read, or passed) into `drop`; the next entries to
   // fetch into `picks` (none while the budget is spent or max_requests are in flight).
   void collect_locked(std::vector<ChunkKey>& drop, std::vector<Pick>& picks);
-  // Resolves and pins one entry; its chunk keys (empty when skipped). *no_budget when the
-  // budget was spent (nothing pinned).
+  // Resolves and pins one entry; its chunk keys (empty when skipped), and in extra the
+  // chunks after them pinned for the entries of pick.extra_for. *no_budget when the budget
+  // was spent (nothing more pinned).
   std::vector<ChunkKey> fetch_entry(const Pick& pick, std::vector<PendingFetch>& pending,
+                                    std::vector<std::pair<uint32_t, ChunkKey>>& extra,
                                     bool* no_budget, bool* unresolved);
   // Calls f(index, entry) for the entries of key that [offset, offset + length) serves: it
   // covers at least half of the entry, or of itself when the entry is longer. (A read that
@@ -175,9 +182,9 @@ class OrderPrefetcher {
   template <typename F>
   void for_touched_locked(std::string_view key, uint64_t offset, uint64_t length, F f,
                           bool any_overlap = false);
-  // Where entry e's request ends: past e, through the chunks after it that waiting entries
-  // of the lead (before `stop`) need, up to max_run_chunks chunks in all.
-  uint64_t fetch_end_locked(uint32_t index, const Entry& e, uint64_t stop);
+  // The chunks after entry e's own that its request also takes: for each, the first waiting
+  // entry of the lead (before `stop`) that needs it; up to max_run_chunks chunks in all.
+  std::vector<uint32_t> extra_for_locked(uint32_t index, const Entry& e, uint64_t stop);
   // Marks entry i read; *late when the readers reached it before it was fetched.
   void mark_read_locked(uint32_t i, Entry& e, bool* late);
   // After marking: the head moves, and the lead grows if a read was late. *wake when the
