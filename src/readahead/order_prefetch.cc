@@ -301,12 +301,12 @@ std::vector<ChunkKey> OrderPrefetcher::fetch_entry(
   }
   const ReadaheadOptions& o = fetcher_->options();
   if (v->etag.empty() || pick.offset >= v->size) return pins;  // nothing the cache can hold
-  uint64_t end = pick.length == kWholeFile || pick.length > v->size - pick.offset
-                     ? v->size
-                     : pick.offset + pick.length;
+  const uint64_t entry_end = pick.length == kWholeFile || pick.length > v->size - pick.offset
+                                 ? v->size
+                                 : pick.offset + pick.length;
   // A large entry: its start ahead, the rest by the reader's own read-ahead.
   const uint64_t cap = std::max<uint64_t>(o.chunk_size, o.max_inflight_bytes / 4);
-  end = std::min(end, pick.offset + cap);
+  const uint64_t end = std::min(entry_end, pick.offset + cap);
   uint64_t c = pick.offset / o.chunk_size;
   for (; c * o.chunk_size < end; ++c) {
     const uint64_t length = std::min<uint64_t>(o.chunk_size, v->size - c * o.chunk_size);
@@ -320,7 +320,8 @@ std::vector<ChunkKey> OrderPrefetcher::fetch_entry(
   // The chunks after it that others of the lead need: pinned for them, fetched in the same
   // request (the fetcher joins consecutive chunks into one range GET).
   for (uint32_t owner : pick.extra_for) {
-    if (c * o.chunk_size >= v->size) break;
+    // (Only when the request ends at the entry's end: extra_for names the chunks after it.)
+    if (end < entry_end || c * o.chunk_size >= v->size) break;
     const uint64_t length = std::min<uint64_t>(o.chunk_size, v->size - c * o.chunk_size);
     ChunkKey key{fetcher_->bucket(), v->key, v->etag, c++};
     if (!fetcher_->pin(key, length, &pending)) {
