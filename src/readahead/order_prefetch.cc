@@ -136,7 +136,7 @@ void OrderPrefetcher::mark_read_locked(uint32_t i, Entry& e, bool* late) {
 }
 
 void OrderPrefetcher::after_reads_locked(bool late, bool* wake) {
-  // The head passes entries read (or let go of), and an unread one once most of the kNear
+  // The head passes entries read (or let go of), and an unread one once half of the kNear
   // entries after it are read: the readers skipped it, or one of them is still on it. Reads
   // scattered further on (the kernel's read-ahead serving entries beside the one read, which
   // are anywhere in a shuffled order) do not move it.

@@ -15,7 +15,7 @@
 // file_closed(), read_started() and read_finished() around every read): the entries a read
 // serves are marked read (not those whose edge it only touches: the kernel reads whole pages),
 // and the readers' head is the first entry they have not read, passing an unread one once
-// most of the entries after it are read (skipped, or still being read): reads scattered
+// half of the kNear entries after it are read (skipped, or still being read): reads scattered
 // further on, such as the kernel's read-ahead serving entries beside the one read, do not
 // move it. Readers that read elsewhere for long (an epoch resumed part way) take the head
 // with them: it moves to the median of their last reads.
