@@ -416,3 +416,24 @@ TEST_CASE("order prefetch: records that share a run of chunks share a request", 
   CHECK(s.store.bytes_returned() == 64 * kChunk);
   CHECK(s.order->counters().wasted_entries == 0);
 }
+
+TEST_CASE("order prefetch: a large entry cut short takes no chunks for others", "[order]") {
+  OrderOptions oo;
+  oo.max_requests = 1;
+  oo.initial_lead = 8;
+  // A budget of 8 chunks: an entry is fetched ahead up to a quarter of it, 2 chunks.
+  Setup s(1, 16 * kChunk, oo, options(8));
+  const std::string name = s.names[0];
+  s.order->publish({OrderEntry{name, 0, 4 * kChunk}, OrderEntry{name, 4 * kChunk + 10, 100},
+                    OrderEntry{name, 5 * kChunk + 10, 100}});
+  REQUIRE(eventually([&] {
+    const OrderCounters c = s.order->counters();
+    return c.order_fetched == 3 && c.requests_inflight == 0;
+  }));
+  // The first entry's chunks 0 and 1; chunks 4 and 5 for the records (one request). Not
+  // chunks 2 and 3, which the chunks taken for the records would name if its request went on.
+  CHECK(s.store.bytes_returned() == 4 * kChunk);
+  for (const auto& c : s.store.calls()) {
+    if (c.op == Op::kGetRange) CHECK((c.offset + c.length <= 2 * kChunk || c.offset >= 4 * kChunk));
+  }
+}
