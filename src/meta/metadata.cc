@@ -24,13 +24,12 @@ const DirEntry* DirListing::find(std::string_view name) const {
 
 Metadata::Metadata(ObjectStore& store, Clock& clock, MetaOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {
-  Node root;
-  root.ino = kRootIno;
+  Node& root = nodes_.create_with_ino(kRootIno);
   root.parent = kRootIno;
   root.is_dir = true;
   root.nlookup = 1;
   root.validated_at = clock_.now();
-  ino_by_path_.insert(&nodes_.emplace(kRootIno, root).first->second);
+  nodes_.index(root);
 }
 
 std::string Metadata::child_path(std::string_view parent, std::string_view name) {
@@ -166,34 +165,22 @@ int Metadata::pages_to_list(const std::string& dir_path) {
 }
 
 Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& path) {
-  Node fresh_node;
-  fresh_node.ino = next_ino_++;
-  fresh_node.parent = parent;
-  fresh_node.path = path;
-  auto [it, _] = nodes_.emplace(fresh_node.ino, std::move(fresh_node));
-  index_node_locked(it->second);
-  return it->second;
+  Node& n = nodes_.create();
+  n.parent = parent;
+  n.path = path;
+  nodes_.index(n);
+  return n;
 }
 
 Metadata::Node* Metadata::node_at_locked(std::string_view path) const {
-  auto it = ino_by_path_.find(path);
-  return it == ino_by_path_.end() ? nullptr : *it;
+  return nodes_.at_path(path);
 }
 
-bool Metadata::indexed_locked(const Node& n) const { return node_at_locked(n.path) == &n; }
+bool Metadata::indexed_locked(const Node& n) const { return nodes_.indexed(n); }
 
-void Metadata::index_node_locked(Node& n) {
-  if (auto it = ino_by_path_.find(std::string_view(n.path)); it != ino_by_path_.end()) {
-    if (*it == &n) return;
-    ino_by_path_.erase(it);
-  }
-  ino_by_path_.insert(&n);
-}
+void Metadata::index_node_locked(Node& n) { nodes_.index(n); }
 
-void Metadata::unindex_node_locked(const Node& n) {
-  auto it = ino_by_path_.find(std::string_view(n.path));
-  if (it != ino_by_path_.end() && *it == &n) ino_by_path_.erase(it);
-}
+void Metadata::unindex_node_locked(const Node& n) { nodes_.unindex(n); }
 
 NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const DirEntry& e,
                                std::chrono::steady_clock::time_point seen_at) {
@@ -226,16 +213,16 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
   bool unlisted = false;              // no listing of parent, fresh or not
   {
     std::lock_guard lock(mu_);
-    auto pit = nodes_.find(parent);
-    if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");
-    if (!pit->second.is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
-    parent_path = pit->second.path;
+    Node* parent_node = nodes_.find(parent);
+    if (parent_node == nullptr) return Status(Errc::kNotFound, "unknown parent inode");
+    if (!parent_node->is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
+    parent_path = parent_node->path;
     path = child_path(parent_path, name);
     if (Node* n = node_at_locked(path); n != nullptr && n->local) {
       ++n->nlookup;
       return attr_of(*n);
     }
-    auto lit = listings_.find(pit->second.path);
+    auto lit = listings_.find(parent_node->path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
       listing = lit->second.listing;
       ++listing_cache_hits_;
@@ -298,10 +285,10 @@ std::string_view Metadata::dir_name(std::string_view path) {
 Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_view name) const {
   if (name.size() > kMaxNameBytes) return Status(Errc::kNameTooLong, "name over 255 bytes");
   if (!is_valid_name(name)) return Status(Errc::kInvalidArgument, "invalid name");
-  auto pit = nodes_.find(parent);
-  if (pit == nodes_.end()) return Status(Errc::kNotFound, "unknown parent inode");
-  if (!pit->second.is_dir) return Status(Errc::kNotDirectory, "parent is not a directory");
-  return child_path(pit->second.path, name);
+  const Node* parent_node = nodes_.find(parent);
+  if (parent_node == nullptr) return Status(Errc::kNotFound, "unknown parent inode");
+  if (!parent_node->is_dir) return Status(Errc::kNotDirectory, "parent is not a directory");
+  return child_path(parent_node->path, name);
 }
 
 void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name,
@@ -330,9 +317,9 @@ void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view
 Result<NodeAttr> Metadata::peek(uint64_t parent, std::string_view name) {
   WARMFS_ASSIGN_OR_RETURN(NodeAttr a, lookup(parent, name));
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(a.ino);
+  Node* node = nodes_.find(a.ino);
   // Drop the reference lookup() counted, but keep the node: the caller is about to use it.
-  if (it != nodes_.end() && it->second.nlookup > 0) --it->second.nlookup;
+  if (node != nullptr && node->nlookup > 0) --node->nlookup;
   return a;
 }
 
@@ -390,9 +377,9 @@ Result<NodeAttr> Metadata::add_dir(uint64_t parent, std::string_view name, const
 void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag,
                             int64_t mtime_sec) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return;
+  Node& n = *node;
   n.size = size;
   n.etag = etag;
   n.mtime_sec = mtime_sec;
@@ -410,9 +397,9 @@ void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag
 
 void Metadata::local_abandoned(uint64_t ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end() || !it->second.local) return;
-  Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr || !node->local) return;
+  Node& n = *node;
   n.local = false;
   local_inos_.erase(ino);
   if (!indexed_locked(n)) return;
@@ -439,11 +426,11 @@ void Metadata::removed(uint64_t parent, std::string_view name) {
 
 void Metadata::forget_listing(uint64_t dir_ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(dir_ino);
-  if (it == nodes_.end() || !it->second.is_dir) return;
-  listings_.erase(it->second.path);
-  unindex_locked(it->second.path);
-  drop_stream_locked(it->second.path);
+  Node* node = nodes_.find(dir_ino);
+  if (node == nullptr || !node->is_dir) return;
+  listings_.erase(node->path);
+  unindex_locked(node->path);
+  drop_stream_locked(node->path);
 }
 
 void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
@@ -491,13 +478,13 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
     const std::string old_prefix = *from + "/";
     // Nodes no longer at their path (unlinked, or replaced by a rename, and still held by
     // the kernel) move too, but must not take the path back from the node that has it.
-    for (auto& [child_ino, child] : nodes_) {
-      if (child.path.rfind(old_prefix, 0) != 0) continue;
+    nodes_.for_each([&](Node& child) {
+      if (child.path.rfind(old_prefix, 0) != 0) return;
       const bool indexed = indexed_locked(child);
       if (indexed) unindex_node_locked(child);
       child.path = *to + "/" + child.path.substr(old_prefix.size());
       if (indexed) index_node_locked(child);
-    }
+    });
     unindex_locked(*from, true);
     unindex_locked(*to, true);
     for (auto lit = listings_.begin(); lit != listings_.end();) {
@@ -515,17 +502,17 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
 bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, size_t* index,
                                  std::vector<DirEntry>* out) const {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end() || it->second.is_dir) return false;
-  auto lit = listings_.find(std::string(dir_name(it->second.path)));
+  const Node* node = nodes_.find(ino);
+  if (node == nullptr || node->is_dir) return false;
+  auto lit = listings_.find(std::string(dir_name(node->path)));
   if (lit == listings_.end() || !fresh(lit->second.listing->listed_at)) return false;
   if (lit->second.listing->said_at) return false;  // older than the TTL: not worth warming
   const auto& entries = lit->second.listing->entries;
-  const std::string_view name = base_name(it->second.path);
+  const std::string_view name = base_name(node->path);
   auto e = std::lower_bound(entries.begin(), entries.end(), name,
                             [](const DirEntry& a, std::string_view b) { return a.name < b; });
   if (e == entries.end() || e->name != name) return false;
-  *parent = it->second.parent;
+  *parent = node->parent;
   *index = static_cast<size_t>(e - entries.begin());
   out->assign(e + 1,
               e + 1 + static_cast<ptrdiff_t>(std::min<size_t>(count, entries.end() - e - 1)));
@@ -534,77 +521,69 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
 
 bool Metadata::has_local_children(uint64_t dir_ino) const {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(dir_ino);
-  return it != nodes_.end() && has_local_children_locked(it->second.path);
+  const Node* node = nodes_.find(dir_ino);
+  return node != nullptr && has_local_children_locked(node->path);
 }
 
 bool Metadata::has_local_children_locked(std::string_view dir_path) const {
   for (const auto& [ino, _] : local_inos_) {
-    if (dir_name(nodes_.at(ino).path) == dir_path) return true;
+    const Node* n = nodes_.find(ino);
+    if (n != nullptr && dir_name(n->path) == dir_path) return true;
   }
   return false;
 }
 
 Status Metadata::adopt_ino(uint64_t from, uint64_t to, uint64_t nlookup) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(from);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
+  Node* n = nodes_.find(from);
+  if (n == nullptr) return Status(Errc::kNotFound, "unknown inode");
   if (from != to) {
-    if (nodes_.count(to) != 0) return Status(Errc::kExists, "inode number in use");
-    unindex_node_locked(it->second);
-    Node n = std::move(it->second);
-    nodes_.erase(it);
-    n.ino = to;
+    if (!nodes_.renumber(*n, to)) return Status(Errc::kExists, "inode number in use");
     if (local_inos_.erase(from) != 0) local_inos_[to] = true;
-    for (auto& [_, child] : nodes_) {
+    nodes_.for_each([&](Node& child) {
       if (child.parent == from) child.parent = to;
-    }
-    it = nodes_.emplace(to, std::move(n)).first;
-    index_node_locked(it->second);
+    });
   }
-  it->second.nlookup = nlookup;
-  next_ino_ = std::max(next_ino_, to + 1);
+  n->nlookup = nlookup;
   return Status::ok();
 }
 
 void Metadata::forget(uint64_t ino, uint64_t n) {
   if (ino == kRootIno) return;
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  Node& node = it->second;
-  node.nlookup = n >= node.nlookup ? 0 : node.nlookup - n;
-  if (node.nlookup > 0) return;
-  unindex_node_locked(node);
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return;
+  node->nlookup = n >= node->nlookup ? 0 : node->nlookup - n;
+  if (node->nlookup > 0) return;
   local_inos_.erase(ino);
-  nodes_.erase(it);
+  nodes_.erase(*node);  // and out of the path index
 }
 
 Result<NodeAttr> Metadata::getattr(uint64_t ino) {
   if (ino == kRootIno) ensure_root_known();  // one HEAD per mount, at the first
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-  return attr_of(it->second);
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
+  return attr_of(*node);
 }
 
 Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
   std::string path;
   {
     std::lock_guard lock(mu_);
-    auto it = nodes_.find(ino);
-    if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-    if (it->second.is_dir || it->second.local || fresh(it->second.validated_at)) {
-      return attr_of(it->second);
+    Node* node = nodes_.find(ino);
+    if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
+    if (node->is_dir || node->local || fresh(node->validated_at)) {
+      return attr_of(*node);
     }
-    path = it->second.path;
+    path = node->path;
   }
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.head(file_key(path)));
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "inode forgotten during open");
-  if (it->second.path == path) record_head_locked(path, info);
-  Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return Status(Errc::kNotFound, "inode forgotten during open");
+  if (node->path == path) record_head_locked(path, info);
+  Node& n = *node;
   if (n.etag != info.etag) {
     log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag.str(), info.etag);
   }
@@ -617,16 +596,16 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
 
 Result<std::string> Metadata::cached_listing_locked(uint64_t dir_ino, DirListingPtr* listing,
                                                     bool* unlisted) {
-  auto it = nodes_.find(dir_ino);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-  if (!it->second.is_dir) return Status(Errc::kInvalidArgument, "not a directory");
-  auto lit = listings_.find(it->second.path);
+  Node* node = nodes_.find(dir_ino);
+  if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
+  if (!node->is_dir) return Status(Errc::kInvalidArgument, "not a directory");
+  auto lit = listings_.find(node->path);
   if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
     ++listing_cache_hits_;
     *listing = lit->second.listing;
   }
   *unlisted = lit == listings_.end();
-  return it->second.path;
+  return node->path;
 }
 
 Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
@@ -649,15 +628,15 @@ Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
 
 uint64_t Metadata::parent_of(uint64_t ino) const {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  return it == nodes_.end() ? kRootIno : it->second.parent;
+  const Node* node = nodes_.find(ino);
+  return node == nullptr ? kRootIno : node->parent;
 }
 
 Result<std::string> Metadata::key_of(uint64_t ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-  return it->second.is_dir ? dir_key(it->second.path) : file_key(it->second.path);
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
+  return node->is_dir ? dir_key(node->path) : file_key(node->path);
 }
 
 MetaCounters Metadata::counters() const {

@@ -59,6 +59,7 @@
 #include "common/clock.h"
 #include "common/thread_pool.h"
 #include "meta/etag.h"
+#include "meta/node_table.h"
 #include "meta/object_attrs.h"
 #include "objstore/object_store.h"
 #include "warmfs/result.h"
@@ -239,35 +240,7 @@ class Metadata {
  private:
   friend class DirStream;
 
-  // One per path the kernel holds. The 8-byte fields come first and the flags after the
-  // 20-byte ETag, so no padding is spent between them.
-  struct Node {
-    uint64_t ino = 0;
-    uint64_t parent = 0;
-    std::string path;  // relative to the prefix: "" for the root, "a/b" below it
-    uint64_t size = 0;
-    int64_t mtime_sec = 0;
-    std::chrono::steady_clock::time_point validated_at;
-    uint64_t nlookup = 0;
-    Etag etag;
-    bool is_dir = false;
-    bool local = false;  // created here, not in the bucket yet
-  };
-  // The path index holds nodes, hashed and compared by their own path: no second copy of it.
-  struct PathHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view path) const { return std::hash<std::string_view>{}(path); }
-    size_t operator()(const Node* n) const { return (*this)(n->path); }
-  };
-  struct PathEq {
-    using is_transparent = void;
-    static std::string_view path(std::string_view p) { return p; }
-    static std::string_view path(const Node* n) { return n->path; }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return path(a) == path(b);
-    }
-  };
+  using Node = MetaNode;  // node_table.h
   struct CachedListing {
     DirListingPtr listing;
   };
@@ -416,11 +389,10 @@ class Metadata {
   const MetaOptions options_;
 
   mutable std::mutex mu_;  // protects everything below
-  uint64_t next_ino_ = kRootIno + 1;
-  std::unordered_map<uint64_t, Node> nodes_;
-  // Nodes by path: the node each path names now (an unlinked or replaced one, still held by
-  // the kernel, is in nodes_ only). A node's path changes only while it is out of here.
-  std::unordered_set<Node*, PathHash, PathEq> ino_by_path_;
+  // Nodes by number and by path: the node each path names now (an unlinked or replaced
+  // one, still held by the kernel, is found by number only). A node's path changes only
+  // while it is out of the path index.
+  NodeTable nodes_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   // Directories read page by page now (open_dir), by path; gone when complete or closed.
   std::unordered_map<std::string, std::weak_ptr<DirStream>> streams_;

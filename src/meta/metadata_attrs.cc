@@ -173,9 +173,9 @@ Result<NodeAttr> Metadata::add_object(uint64_t parent, std::string_view name,
 
 void Metadata::set_attrs(uint64_t ino, const ObjectAttrs& attrs) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  const Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return;
+  const Node& n = *node;
   bound_known_locked();
   auto [kit, inserted] = known_.try_emplace(known_key(n.path, n.is_dir));
   if (inserted && !n.is_dir) {
@@ -187,15 +187,15 @@ void Metadata::set_attrs(uint64_t ino, const ObjectAttrs& attrs) {
 
 void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHeaders& headers) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return;
+  Node& n = *node;
   Known& k = known_[known_key(n.path, n.is_dir)];
   k.stored = make_stored(headers);
   k.attrs = attrs_in(k.stored);
   if (n.is_dir) {
-    // Times set now (utimens: rsync -a sets a directory's after filling it) win over the
-    // changes made in it before, however old the times set are; a later change wins again.
+    // Times set now (utimens: rsync -a sets a directory's after filling node) win over the
+    // changes made in node before, however old the times set are; a later change wins again.
     if (k.attrs && k.attrs->mtime) n.mtime_sec = 0;
     return;
   }
@@ -211,9 +211,9 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
 
 void Metadata::content_changed(uint64_t ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end() || it->second.is_dir) return;
-  auto kit = known_.find(known_key(it->second.path, false));
+  Node* node = nodes_.find(ino);
+  if (node == nullptr || node->is_dir) return;
+  auto kit = known_.find(known_key(node->path, false));
   if (kit == known_.end() || !kit->second.attrs) return;
   ObjectAttrs a = *kit->second.attrs;
   a.mtime.reset();
@@ -224,9 +224,9 @@ void Metadata::content_changed(uint64_t ino) {
 ObjectHeaders Metadata::headers_for(uint64_t ino) {
   std::lock_guard lock(mu_);
   ObjectHeaders h;
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return h;
-  auto kit = known_.find(known_key(it->second.path, it->second.is_dir));
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return h;
+  auto kit = known_.find(known_key(node->path, node->is_dir));
   if (kit == known_.end()) return h;
   if (kit->second.stored) h = kit->second.stored->headers;
   for (const char* name : kAttrMetadataNames) h.metadata.erase(name);
@@ -236,9 +236,9 @@ ObjectHeaders Metadata::headers_for(uint64_t ino) {
 
 Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return Status(Errc::kNotFound, "unknown inode");
-  const Node& n = it->second;
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
+  const Node& n = *node;
   ObjectInfo info;
   info.key = n.is_dir ? dir_key(n.path) : file_key(n.path);
   info.size = n.is_dir ? 0 : n.size;
@@ -249,9 +249,9 @@ Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
 
 std::optional<std::string> Metadata::link_target(uint64_t ino) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return std::nullopt;
-  auto kit = known_.find(known_key(it->second.path, false));
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return std::nullopt;
+  auto kit = known_.find(known_key(node->path, false));
   if (kit == known_.end()) return std::nullopt;
   if (!kit->second.link_target) return std::nullopt;
   return *kit->second.link_target;
@@ -259,9 +259,9 @@ std::optional<std::string> Metadata::link_target(uint64_t ino) {
 
 void Metadata::set_link_target(uint64_t ino, std::string target) {
   std::lock_guard lock(mu_);
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
-  auto kit = known_.find(known_key(it->second.path, false));
+  Node* node = nodes_.find(ino);
+  if (node == nullptr) return;
+  auto kit = known_.find(known_key(node->path, false));
   if (kit != known_.end()) {
     kit->second.link_target = std::make_unique<const std::string>(std::move(target));
   }

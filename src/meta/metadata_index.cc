@@ -30,7 +30,9 @@ void Metadata::install_listing_locked(const std::string& dir_path,
                                       const std::shared_ptr<DirListing>& listing) {
   // Files created here and not uploaded yet belong in the listing too.
   for (const auto& [ino, _] : local_inos_) {
-    const Node& n = nodes_.at(ino);
+    const Node* node = nodes_.find(ino);
+    if (node == nullptr) continue;
+    const Node& n = *node;
     if (dir_name(n.path) != dir_path) continue;
     DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, ""};
     auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
