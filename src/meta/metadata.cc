@@ -25,7 +25,7 @@ const DirEntry* DirListing::find(std::string_view name) const {
 Metadata::Metadata(ObjectStore& store, Clock& clock, MetaOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {
   Node& root = nodes_.create_with_ino(kRootIno);
-  root.parent = kRootIno;
+  root.parent = nodes_.id(root);
   root.is_dir = true;
   root.nlookup = 1;
   root.validated_at = clock_.now();
@@ -165,11 +165,22 @@ int Metadata::pages_to_list(const std::string& dir_path) {
 }
 
 Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& path) {
+  const uint64_t parent_id = parent_id_locked(parent);
   Node& n = nodes_.create();
-  n.parent = parent;
+  n.parent = parent_id;
   n.path = path;
   nodes_.index(n);
   return n;
+}
+
+uint64_t Metadata::parent_id_locked(uint64_t parent) const {
+  const Node* p = nodes_.find(parent);
+  return p == nullptr ? parent : nodes_.id(*p);
+}
+
+uint64_t Metadata::parent_ino_locked(const Node& n) const {
+  const Node* p = nodes_.find_id(n.parent);
+  return p == nullptr ? kRootIno : p->ino;
 }
 
 Metadata::Node* Metadata::node_at_locked(std::string_view path) const {
@@ -448,7 +459,7 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   Node& n = *src;
   unindex_node_locked(n);
   n.path = *to;
-  n.parent = new_parent;
+  n.parent = parent_id_locked(new_parent);
   index_node_locked(n);
   // The attributes go with the object (a copy keeps its metadata); below a directory too.
   known_.erase(known_key(*to, false));
@@ -512,7 +523,7 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
   auto e = std::lower_bound(entries.begin(), entries.end(), name,
                             [](const DirEntry& a, std::string_view b) { return a.name < b; });
   if (e == entries.end() || e->name != name) return false;
-  *parent = node->parent;
+  *parent = parent_ino_locked(*node);
   *index = static_cast<size_t>(e - entries.begin());
   out->assign(e + 1,
               e + 1 + static_cast<ptrdiff_t>(std::min<size_t>(count, entries.end() - e - 1)));
@@ -540,9 +551,7 @@ Status Metadata::adopt_ino(uint64_t from, uint64_t to, uint64_t nlookup) {
   if (from != to) {
     if (!nodes_.renumber(*n, to)) return Status(Errc::kExists, "inode number in use");
     if (local_inos_.erase(from) != 0) local_inos_[to] = true;
-    nodes_.for_each([&](Node& child) {
-      if (child.parent == from) child.parent = to;
-    });
+    // Its children name it by its id(), which stays: none of them changes.
   }
   n->nlookup = nlookup;
   return Status::ok();
@@ -629,7 +638,7 @@ Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
 uint64_t Metadata::parent_of(uint64_t ino) const {
   std::lock_guard lock(mu_);
   const Node* node = nodes_.find(ino);
-  return node == nullptr ? kRootIno : node->parent;
+  return node == nullptr ? kRootIno : parent_ino_locked(*node);
 }
 
 Result<std::string> Metadata::key_of(uint64_t ino) {

@@ -349,6 +349,11 @@ class Metadata {
   void bound_known_locked();
   // A node with a new inode number for path, indexed by path; mu_ held.
   Node& new_node_locked(uint64_t parent, const std::string& path);
+  // What a node keeps of its parent, numbered `parent` by the kernel: the parent's id()
+  // (kept when the parent is renumbered). And back: a node's parent's number (the root's if
+  // the parent is gone). mu_ held.
+  uint64_t parent_id_locked(uint64_t parent) const;
+  uint64_t parent_ino_locked(const Node& n) const;
   // The node indexed at path (null: none); mu_ held.
   Node* node_at_locked(std::string_view path) const;
   // True if n is the node indexed at its path (not unlinked, nor replaced); mu_ held.

@@ -80,14 +80,32 @@ bool NodeTable::renumber(MetaNode& n, uint64_t to) {
   const uint32_t slot = slot_of(n);
   foreign_.erase(n.ino);
   n.ino = to;
+  // find() finds it without the map only when it names the node's own slot.
   if ((to & kSlotMask) != slot) foreign_.emplace(to, slot);
-  // Numbers given from now on have a larger generation than this one, so none equals it.
+  // Numbers given from now on have a larger generation than this one, so none equals it
+  // (for the largest generation of all, create() looks in foreign_).
   const uint32_t gen = static_cast<uint32_t>(to >> 32);
   if (gen < kMaxGen) min_gen_ = std::max(min_gen_, gen + 1);
-  if ((to & kSlotMask) == slot && next_gen_[slot] != 0) {
-    next_gen_[slot] = gen < kMaxGen ? std::max(next_gen_[slot], gen + 1) : 0;
-  }
   return true;
+}
+
+uint64_t NodeTable::id(const MetaNode& n) const {
+  const uint32_t slot = slot_of(n);
+  // next_gen_ is the generation after the one the slot's node was created with (0 once
+  // they are used up: the last one, kMaxGen).
+  return make_ino(slot, next_gen_[slot] - 1);
+}
+
+const MetaNode* NodeTable::find_id(uint64_t id) const {
+  const uint64_t slot = id & kSlotMask;
+  if (slot == 0 || slot >= slots_) return nullptr;
+  const MetaNode& n = at(slot);
+  if (n.ino == 0 || next_gen_[slot] - 1 != static_cast<uint32_t>(id >> 32)) return nullptr;
+  return &n;
+}
+
+MetaNode* NodeTable::find_id(uint64_t id) {
+  return const_cast<MetaNode*>(static_cast<const NodeTable*>(this)->find_id(id));
 }
 
 // ---- Path index ------------------------------------------------------------------------

@@ -8,7 +8,9 @@
 // (bumped at each reuse) in the high ones, so finding a node by number takes no table, and a
 // number once given is not given again to another node. Numbers a node takes over from a
 // previous daemon (renumber(), a live upgrade) are the exception: they are found through a
-// small map, and the generations given afterwards are above any of theirs.
+// small map, and the generations given afterwards are above any of theirs. The number a node
+// was created with stays its id() through renumbering: a child names its parent by it, so a
+// directory that takes another number leaves its children as they are.
 //
 // The path index is an open-addressing table (linear probing, deletion by backward shift) of
 // slot numbers, hashed by the node's own path, so the path is not copied into it: 5 to 11
@@ -32,9 +34,9 @@ namespace warmfs {
 // One per path the kernel holds. The 8-byte fields come first and the flags after the 20-byte
 // ETag, so no padding is spent between them.
 struct MetaNode {
-  uint64_t ino = 0;  // 0: the slot is free
-  uint64_t parent = 0;
-  std::string path;  // relative to the prefix: "" for the root, "a/b" below it
+  uint64_t ino = 0;     // the kernel's number for it; 0: the slot is free
+  uint64_t parent = 0;  // the parent's NodeTable::id()
+  std::string path;     // relative to the prefix: "" for the root, "a/b" below it
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   std::chrono::steady_clock::time_point validated_at;
@@ -57,8 +59,13 @@ class NodeTable {
   MetaNode& create_with_ino(uint64_t ino);
   // The node leaves the table (and the path index, if it is there); n is invalid after.
   void erase(MetaNode& n);
-  // The node takes the number `to` (free, or false). Its path index entry is kept.
+  // The node takes the number `to` (free, or false). Its path index entry and id() are kept.
   bool renumber(MetaNode& n, uint64_t to);
+  // The number n was created with (its ino unless renumbered), and the node it names while
+  // that node lives (null after, even when its slot holds another).
+  uint64_t id(const MetaNode& n) const;
+  MetaNode* find_id(uint64_t id);
+  const MetaNode* find_id(uint64_t id) const;
   size_t size() const { return live_; }
 
   // Calls f(MetaNode&) for every node, in no particular order; f must not add or erase.

@@ -346,3 +346,53 @@ TEST_CASE("a prefix mount's root shows the attributes on the prefix's marker, af
   REQUIRE(whole.meta->getattr(kRootIno).is_ok());
   CHECK(whole.store.call_count(FaultInjectingStore::Op::kHead) == 0);
 }
+
+// A live upgrade gives each node the number the kernel knows it by (adopt_ino), one node at a
+// time, parents first. A renumbered directory's children still name it, with no pass over
+// every node per adoption; the numbers taken are never given to a new node.
+TEST_CASE("adopted numbers: a renumbered directory keeps its children", "[meta]") {
+  Fixture f;
+  f.bucket.put_object("d/sub/x", "xx");
+  f.bucket.put_object("d/y", "y");
+  auto d = f.meta->lookup(kRootIno, "d");
+  REQUIRE(d.is_ok());
+  auto sub = f.meta->lookup(d->ino, "sub");
+  REQUIRE(sub.is_ok());
+  auto x = f.meta->lookup(sub->ino, "x");
+  REQUIRE(x.is_ok());
+  auto y = f.meta->lookup(d->ino, "y");
+  REQUIRE(y.is_ok());
+
+  // Numbers from a previous daemon: 1,000 and up, as a monotonic counter gave them.
+  REQUIRE(f.meta->adopt_ino(d->ino, 1000, 1).is_ok());
+  REQUIRE(f.meta->adopt_ino(sub->ino, 1001, 1).is_ok());
+  REQUIRE(f.meta->adopt_ino(x->ino, 1002, 1).is_ok());
+  CHECK(f.meta->adopt_ino(y->ino, 1002, 1).code() == Errc::kExists);
+  REQUIRE(f.meta->adopt_ino(y->ino, 1003, 1).is_ok());
+  CHECK_FALSE(f.meta->getattr(d->ino).is_ok());
+  CHECK(f.meta->parent_of(1000) == kRootIno);
+  CHECK(f.meta->parent_of(1001) == 1000);
+  CHECK(f.meta->parent_of(1002) == 1001);
+  CHECK(f.meta->parent_of(1003) == 1000);
+
+  // Lookups under the new numbers find the same nodes, and paths are unchanged.
+  auto x2 = f.meta->lookup(1001, "x");
+  REQUIRE(x2.is_ok());
+  CHECK(x2->ino == 1002);
+  CHECK(f.meta->key_of(1002).value() == "d/sub/x");
+  // A rename into the renumbered directory gives the new parent.
+  f.meta->renamed(1000, "y", 1001, "z");
+  CHECK(f.meta->parent_of(1003) == 1001);
+  CHECK(f.meta->key_of(1003).value() == "d/sub/z");
+
+  // New nodes take numbers none of the adopted ones has.
+  f.bucket.put_object("d/w", "w");
+  f.clock.advance(11s);  // d's listing is older than the TTL: w is found
+  auto w = f.meta->lookup(1000, "w");
+  REQUIRE(w.is_ok());
+  CHECK(w->ino != 1000);
+  CHECK(w->ino != 1001);
+  CHECK(w->ino != 1002);
+  CHECK(w->ino != 1003);
+  CHECK(f.meta->parent_of(w->ino) == 1000);
+}
