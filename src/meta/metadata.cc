@@ -27,7 +27,7 @@ Metadata::Metadata(ObjectStore& store, Clock& clock, MetaOptions options)
   Node& root = nodes_.create_with_ino(kRootIno);
   root.parent = nodes_.id(root);
   root.is_dir = true;
-  root.nlookup = 1;
+  root.set_lookups(1);
   root.validated_at = clock_.now();
   nodes_.index(root);
 }
@@ -209,7 +209,7 @@ NodeAttr Metadata::upsert_node(uint64_t parent, const std::string& path, const D
   if (!e.is_dir) n->mtime_sec = e.mtime_sec;  // a directory's: when this mount changed it
   n->etag = e.etag;
   n->validated_at = seen_at;
-  ++n->nlookup;
+  n->add_lookup();
   return attr_of(*n);
 }
 
@@ -230,7 +230,7 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     parent_path = parent_node->path;
     path = child_path(parent_path, name);
     if (Node* n = node_at_locked(path); n != nullptr && n->local) {
-      ++n->nlookup;
+      n->add_lookup();
       return attr_of(*n);
     }
     auto lit = listings_.find(parent_node->path);
@@ -330,7 +330,9 @@ Result<NodeAttr> Metadata::peek(uint64_t parent, std::string_view name) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(a.ino);
   // Drop the reference lookup() counted, but keep the node: the caller is about to use it.
-  if (node != nullptr && node->nlookup > 0) --node->nlookup;
+  if (node != nullptr && node->nlookup > 0 && node->nlookup < Node::kMaxLookups) {
+    --node->nlookup;
+  }
   return a;
 }
 
@@ -355,7 +357,7 @@ Result<NodeAttr> Metadata::add_local_file(uint64_t parent, std::string_view name
   n->mtime_sec = mtime_sec;
   n->validated_at = clock_.now();
   n->local = true;
-  ++n->nlookup;
+  n->add_lookup();
   local_inos_[n->ino] = true;
   touch_dir_locked(dir_name(path));
   DirEntry e{std::string(name), false, 0, mtime_sec, ""};
@@ -553,7 +555,7 @@ Status Metadata::adopt_ino(uint64_t from, uint64_t to, uint64_t nlookup) {
     if (local_inos_.erase(from) != 0) local_inos_[to] = true;
     // Its children name it by its id(), which stays: none of them changes.
   }
-  n->nlookup = nlookup;
+  n->set_lookups(nlookup);
   return Status::ok();
 }
 
@@ -562,8 +564,7 @@ void Metadata::forget(uint64_t ino, uint64_t n) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr) return;
-  node->nlookup = n >= node->nlookup ? 0 : node->nlookup - n;
-  if (node->nlookup > 0) return;
+  if (!node->forget_lookups(n)) return;
   local_inos_.erase(ino);
   nodes_.erase(*node);  // and out of the path index
 }

@@ -3,7 +3,7 @@
 // A mount that walks a tree of a million files holds a node for each of them, so a node costs
 // what its own fields cost and little more. Nodes live in a slab (chunks of kChunkNodes,
 // never moved, so a MetaNode& stays valid until erase()); a freed slot is reused, and the
-// slab keeps its high-water mark (a freed slot's path is freed, its 104 bytes stay). An inode
+// slab keeps its high-water mark (a freed slot's path is freed, its 96 bytes stay). An inode
 // number names its slot: the slot's index in the low 32 bits and the slot's generation
 // (bumped at each reuse) in the high ones, so finding a node by number takes no table, and a
 // number once given is not given again to another node. Numbers a node takes over from a
@@ -31,20 +31,37 @@
 
 namespace warmfs {
 
-// One per path the kernel holds. The 8-byte fields come first and the flags after the 20-byte
-// ETag, so no padding is spent between them.
+// One per path the kernel holds: 96 bytes. The 8-byte fields come first, then the 20-byte
+// ETag and the lookup count with the flags in its top bits, so no padding is spent.
 struct MetaNode {
+  // The kernel's references (lookups not forgotten yet). A count that reaches kMaxLookups
+  // stays there: the node is then kept for good rather than let go while still referenced.
+  static constexpr uint32_t kMaxLookups = (1U << 30) - 1;
+  void add_lookup() {
+    if (nlookup < kMaxLookups) ++nlookup;
+  }
+  void set_lookups(uint64_t n) {
+    nlookup = n < kMaxLookups ? static_cast<uint32_t>(n) : kMaxLookups;
+  }
+  // Drops n references; true when none is left.
+  bool forget_lookups(uint64_t n) {
+    if (nlookup == kMaxLookups) return false;
+    nlookup = n >= nlookup ? 0 : nlookup - static_cast<uint32_t>(n);
+    return nlookup == 0;
+  }
+
   uint64_t ino = 0;     // the kernel's number for it; 0: the slot is free
   uint64_t parent = 0;  // the parent's NodeTable::id()
   std::string path;     // relative to the prefix: "" for the root, "a/b" below it
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   std::chrono::steady_clock::time_point validated_at;
-  uint64_t nlookup = 0;
   Etag etag;
-  bool is_dir = false;
-  bool local = false;  // created here, not in the bucket yet
+  uint32_t nlookup : 30 = 0;
+  bool is_dir : 1 = false;
+  bool local : 1 = false;  // created here, not in the bucket yet
 };
+static_assert(sizeof(MetaNode) <= 96, "a node per file of a million-file tree: keep it small");
 
 class NodeTable {
  public:
