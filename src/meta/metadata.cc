@@ -25,7 +25,7 @@ const DirEntry* DirListing::find(std::string_view name) const {
 Metadata::Metadata(ObjectStore& store, Clock& clock, MetaOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {
   Node& root = nodes_.create_with_ino(kRootIno);
-  root.parent = nodes_.id(root);
+  root.parent = nodes_.id(root);  // the one node that is its own parent (not its own child)
   root.is_dir = true;
   root.set_lookups(1);
   root.validated_at = clock_.now();
@@ -59,7 +59,7 @@ NodeAttr Metadata::attr_of(const Node& n) const {
   if (n.ino != kRootIno) {
     a.unlinked = !indexed_locked(n);
   }
-  if (auto it = known_.find(known_key(n.path, n.is_dir)); it != known_.end()) {
+  if (auto it = known_.find(known_key(path_locked(n), n.is_dir)); it != known_.end()) {
     a.attrs = it->second.attrs_or_none();
   }
   if (n.is_dir && n.mtime_sec != 0) {
@@ -167,10 +167,46 @@ int Metadata::pages_to_list(const std::string& dir_path) {
 Metadata::Node& Metadata::new_node_locked(uint64_t parent, const std::string& path) {
   const uint64_t parent_id = parent_id_locked(parent);
   Node& n = nodes_.create();
-  n.parent = parent_id;
-  n.path = path;
+  n.name = base_name(path);
+  nodes_.set_parent(n, parent_id);
   nodes_.index(n);
   return n;
+}
+
+std::string Metadata::path_locked(const Node& n) const {
+  // The names from n up to the root, then joined from the root down.
+  std::string_view names[64];
+  std::vector<std::string_view> more;  // past 64 levels
+  size_t count = 0;
+  size_t bytes = 0;
+  auto push = [&](std::string_view name) {
+    if (count < std::size(names)) {
+      names[count] = name;
+    } else {
+      more.push_back(name);
+    }
+    ++count;
+    bytes += name.size() + 1;
+  };
+  for (const Node* p = &n; p->ino != kRootIno;) {
+    push(p->name);
+    const Node* up = nodes_.find_id(p->parent);
+    if (up == nullptr) {
+      // A parent stays while a node below it does (NodeTable::release), so this is a bug;
+      // a path below the reserved name matches no object rather than another one's.
+      log::error("metadata: node {} lost its parent", n.ino);
+      push(kReservedDirName);
+      break;
+    }
+    p = up;
+  }
+  std::string path;
+  path.reserve(bytes);
+  for (size_t i = count; i-- > 0;) {
+    path.append(i < std::size(names) ? names[i] : more[i - std::size(names)]);
+    if (i > 0) path.push_back('/');
+  }
+  return path;
 }
 
 uint64_t Metadata::parent_id_locked(uint64_t parent) const {
@@ -184,7 +220,13 @@ uint64_t Metadata::parent_ino_locked(const Node& n) const {
 }
 
 Metadata::Node* Metadata::node_at_locked(std::string_view path) const {
-  return nodes_.at_path(path);
+  Node* n = const_cast<Node*>(nodes_.find(kRootIno));
+  while (n != nullptr && !path.empty()) {
+    const size_t slash = path.find('/');
+    n = nodes_.at(nodes_.id(*n), path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+  }
+  return n;
 }
 
 bool Metadata::indexed_locked(const Node& n) const { return nodes_.indexed(n); }
@@ -227,13 +269,13 @@ Result<NodeAttr> Metadata::lookup(uint64_t parent, std::string_view name) {
     Node* parent_node = nodes_.find(parent);
     if (parent_node == nullptr) return Status(Errc::kNotFound, "unknown parent inode");
     if (!parent_node->is_dir) return Status(Errc::kInvalidArgument, "parent is not a directory");
-    parent_path = parent_node->path;
+    parent_path = path_locked(*parent_node);
     path = child_path(parent_path, name);
     if (Node* n = node_at_locked(path); n != nullptr && n->local) {
       n->add_lookup();
       return attr_of(*n);
     }
-    auto lit = listings_.find(parent_node->path);
+    auto lit = listings_.find(parent_path);
     if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
       listing = lit->second.listing;
       ++listing_cache_hits_;
@@ -299,7 +341,7 @@ Result<std::string> Metadata::child_path_locked(uint64_t parent, std::string_vie
   const Node* parent_node = nodes_.find(parent);
   if (parent_node == nullptr) return Status(Errc::kNotFound, "unknown parent inode");
   if (!parent_node->is_dir) return Status(Errc::kNotDirectory, "parent is not a directory");
-  return child_path(parent_node->path, name);
+  return child_path(path_locked(*parent_node), name);
 }
 
 void Metadata::edit_listing_locked(const std::string& dir_path, std::string_view name,
@@ -400,12 +442,13 @@ void Metadata::file_changed(uint64_t ino, uint64_t size, const std::string& etag
   n.local = false;
   local_inos_.erase(ino);
   if (!indexed_locked(n)) return;  // unlinked meanwhile
+  const std::string path = path_locked(n);
   // The upload carried the attributes (headers_for()): they belong to the new version.
-  Known& k = known_[known_key(n.path, false)];
+  Known& k = known_[known_key(path, false)];
   k.etag = etag;
   k.last_modified = mtime_sec;
-  DirEntry e{std::string(base_name(n.path)), false, size, mtime_sec, etag};
-  edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
+  DirEntry e{n.name, false, size, mtime_sec, etag};
+  edit_listing_locked(std::string(dir_name(path)), e.name, &e);
 }
 
 void Metadata::local_abandoned(uint64_t ino) {
@@ -417,7 +460,7 @@ void Metadata::local_abandoned(uint64_t ino) {
   local_inos_.erase(ino);
   if (!indexed_locked(n)) return;
   unindex_node_locked(n);
-  edit_listing_locked(std::string(dir_name(n.path)), base_name(n.path), nullptr);
+  edit_listing_locked(std::string(dir_name(path_locked(n))), n.name, nullptr);
 }
 
 void Metadata::removed(uint64_t parent, std::string_view name) {
@@ -441,9 +484,10 @@ void Metadata::forget_listing(uint64_t dir_ino) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(dir_ino);
   if (node == nullptr || !node->is_dir) return;
-  listings_.erase(node->path);
-  unindex_locked(node->path);
-  drop_stream_locked(node->path);
+  const std::string path = path_locked(*node);
+  listings_.erase(path);
+  unindex_locked(path);
+  drop_stream_locked(path);
 }
 
 void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_parent,
@@ -460,8 +504,8 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   if (src == nullptr) return;
   Node& n = *src;
   unindex_node_locked(n);
-  n.path = *to;
-  n.parent = parent_id_locked(new_parent);
+  n.name = new_name;
+  nodes_.set_parent(n, parent_id_locked(new_parent));
   index_node_locked(n);
   // The attributes go with the object (a copy keeps its metadata); below a directory too.
   known_.erase(known_key(*to, false));
@@ -487,17 +531,9 @@ void Metadata::renamed(uint64_t parent, std::string_view name, uint64_t new_pare
   }
   DirEntry e{std::string(new_name), n.is_dir, n.is_dir ? 0 : n.size, n.mtime_sec, n.etag};
   if (n.is_dir) {
-    // Every node below moves with it; listings below are dropped (listed again when asked).
+    // Every node below moves with it, as they name it and not its path (unlinked ones too,
+    // still held by the kernel); listings below are dropped (listed again when asked).
     const std::string old_prefix = *from + "/";
-    // Nodes no longer at their path (unlinked, or replaced by a rename, and still held by
-    // the kernel) move too, but must not take the path back from the node that has it.
-    nodes_.for_each([&](Node& child) {
-      if (child.path.rfind(old_prefix, 0) != 0) return;
-      const bool indexed = indexed_locked(child);
-      if (indexed) unindex_node_locked(child);
-      child.path = *to + "/" + child.path.substr(old_prefix.size());
-      if (indexed) index_node_locked(child);
-    });
     unindex_locked(*from, true);
     unindex_locked(*to, true);
     for (auto lit = listings_.begin(); lit != listings_.end();) {
@@ -517,11 +553,12 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
   std::lock_guard lock(mu_);
   const Node* node = nodes_.find(ino);
   if (node == nullptr || node->is_dir) return false;
-  auto lit = listings_.find(std::string(dir_name(node->path)));
+  const std::string path = path_locked(*node);
+  auto lit = listings_.find(std::string(dir_name(path)));
   if (lit == listings_.end() || !fresh(lit->second.listing->listed_at)) return false;
   if (lit->second.listing->said_at) return false;  // older than the TTL: not worth warming
   const auto& entries = lit->second.listing->entries;
-  const std::string_view name = base_name(node->path);
+  const std::string_view name = node->name;
   auto e = std::lower_bound(entries.begin(), entries.end(), name,
                             [](const DirEntry& a, std::string_view b) { return a.name < b; });
   if (e == entries.end() || e->name != name) return false;
@@ -535,13 +572,13 @@ bool Metadata::following_entries(uint64_t ino, size_t count, uint64_t* parent, s
 bool Metadata::has_local_children(uint64_t dir_ino) const {
   std::lock_guard lock(mu_);
   const Node* node = nodes_.find(dir_ino);
-  return node != nullptr && has_local_children_locked(node->path);
+  return node != nullptr && has_local_children_locked(path_locked(*node));
 }
 
 bool Metadata::has_local_children_locked(std::string_view dir_path) const {
   for (const auto& [ino, _] : local_inos_) {
     const Node* n = nodes_.find(ino);
-    if (n != nullptr && dir_name(n->path) == dir_path) return true;
+    if (n != nullptr && dir_name(path_locked(*n)) == dir_path) return true;
   }
   return false;
 }
@@ -566,7 +603,7 @@ void Metadata::forget(uint64_t ino, uint64_t n) {
   if (node == nullptr) return;
   if (!node->forget_lookups(n)) return;
   local_inos_.erase(ino);
-  nodes_.erase(*node);  // and out of the path index
+  nodes_.release(*node);  // and out of the name index
 }
 
 Result<NodeAttr> Metadata::getattr(uint64_t ino) {
@@ -586,13 +623,13 @@ Result<NodeAttr> Metadata::revalidate_file(uint64_t ino) {
     if (node->is_dir || node->local || fresh(node->validated_at)) {
       return attr_of(*node);
     }
-    path = node->path;
+    path = path_locked(*node);
   }
   WARMFS_ASSIGN_OR_RETURN(ObjectInfo info, store_.head(file_key(path)));
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr) return Status(Errc::kNotFound, "inode forgotten during open");
-  if (node->path == path) record_head_locked(path, info);
+  if (path_locked(*node) == path) record_head_locked(path, info);
   Node& n = *node;
   if (n.etag != info.etag) {
     log::info("{} changed in the bucket (ETag {} -> {})", file_key(path), n.etag.str(), info.etag);
@@ -609,13 +646,14 @@ Result<std::string> Metadata::cached_listing_locked(uint64_t dir_ino, DirListing
   Node* node = nodes_.find(dir_ino);
   if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
   if (!node->is_dir) return Status(Errc::kInvalidArgument, "not a directory");
-  auto lit = listings_.find(node->path);
+  std::string path = path_locked(*node);
+  auto lit = listings_.find(path);
   if (lit != listings_.end() && fresh(lit->second.listing->listed_at)) {
     ++listing_cache_hits_;
     *listing = lit->second.listing;
   }
   *unlisted = lit == listings_.end();
-  return node->path;
+  return path;
 }
 
 Result<DirListingPtr> Metadata::list(uint64_t dir_ino) {
@@ -646,7 +684,8 @@ Result<std::string> Metadata::key_of(uint64_t ino) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
-  return node->is_dir ? dir_key(node->path) : file_key(node->path);
+  const std::string path = path_locked(*node);
+  return node->is_dir ? dir_key(path) : file_key(path);
 }
 
 MetaCounters Metadata::counters() const {

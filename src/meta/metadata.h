@@ -354,13 +354,16 @@ class Metadata {
   // the parent is gone). mu_ held.
   uint64_t parent_id_locked(uint64_t parent) const;
   uint64_t parent_ino_locked(const Node& n) const;
-  // The node indexed at path (null: none); mu_ held.
+  // A node's path: its name and its parents' up to the root ("" for the root); mu_ held.
+  std::string path_locked(const Node& n) const;
+  // The node indexed at path, found name by name from the root (null: none); mu_ held.
   Node* node_at_locked(std::string_view path) const;
-  // True if n is the node indexed at its path (not unlinked, nor replaced); mu_ held.
+  // True if n is the node indexed at its name in its parent (not unlinked, nor replaced);
+  // mu_ held.
   bool indexed_locked(const Node& n) const;
-  // Makes n the node indexed at its path, in place of any other; mu_ held.
+  // Makes n the node indexed at its name in its parent, in place of any other; mu_ held.
   void index_node_locked(Node& n);
-  // Drops n from the path index, if it is the node indexed at its path; mu_ held.
+  // Drops n from the name index, if it is the node indexed there; mu_ held.
   void unindex_node_locked(const Node& n);
   // Path of a child of a known directory; mu_ held.
   Result<std::string> child_path_locked(uint64_t parent, std::string_view name) const;
@@ -394,9 +397,9 @@ class Metadata {
   const MetaOptions options_;
 
   mutable std::mutex mu_;  // protects everything below
-  // Nodes by number and by path: the node each path names now (an unlinked or replaced
-  // one, still held by the kernel, is found by number only). A node's path changes only
-  // while it is out of the path index.
+  // Nodes by number and by (parent, name): the node each name in a directory names now (an
+  // unlinked or replaced one, still held by the kernel, is found by number only). A node's
+  // parent and name change only while it is out of the name index.
   NodeTable nodes_;
   std::unordered_map<std::string, CachedListing> listings_;  // by directory path
   // Directories read page by page now (open_dir), by path; gone when complete or closed.

@@ -177,7 +177,7 @@ void Metadata::set_attrs(uint64_t ino, const ObjectAttrs& attrs) {
   if (node == nullptr) return;
   const Node& n = *node;
   bound_known_locked();
-  auto [kit, inserted] = known_.try_emplace(known_key(n.path, n.is_dir));
+  auto [kit, inserted] = known_.try_emplace(known_key(path_locked(n), n.is_dir));
   if (inserted && !n.is_dir) {
     kit->second.etag = n.etag;
     kit->second.last_modified = n.mtime_sec;
@@ -190,7 +190,7 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   Node* node = nodes_.find(ino);
   if (node == nullptr) return;
   Node& n = *node;
-  Known& k = known_[known_key(n.path, n.is_dir)];
+  Known& k = known_[known_key(path_locked(n), n.is_dir)];
   k.stored = make_stored(headers);
   k.attrs = attrs_in(k.stored);
   if (n.is_dir) {
@@ -205,15 +205,15 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   n.mtime_sec = info.mtime_sec;
   n.validated_at = clock_.now();
   if (!indexed_locked(n)) return;
-  DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, n.etag};
-  edit_listing_locked(std::string(dir_name(n.path)), e.name, &e);
+  DirEntry e{n.name, false, n.size, n.mtime_sec, n.etag};
+  edit_listing_locked(std::string(dir_name(path_locked(n))), e.name, &e);
 }
 
 void Metadata::content_changed(uint64_t ino) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr || node->is_dir) return;
-  auto kit = known_.find(known_key(node->path, false));
+  auto kit = known_.find(known_key(path_locked(*node), false));
   if (kit == known_.end() || !kit->second.attrs) return;
   ObjectAttrs a = *kit->second.attrs;
   a.mtime.reset();
@@ -226,7 +226,7 @@ ObjectHeaders Metadata::headers_for(uint64_t ino) {
   ObjectHeaders h;
   Node* node = nodes_.find(ino);
   if (node == nullptr) return h;
-  auto kit = known_.find(known_key(node->path, node->is_dir));
+  auto kit = known_.find(known_key(path_locked(*node), node->is_dir));
   if (kit == known_.end()) return h;
   if (kit->second.stored) h = kit->second.stored->headers;
   for (const char* name : kAttrMetadataNames) h.metadata.erase(name);
@@ -240,7 +240,8 @@ Result<ObjectInfo> Metadata::object_of(uint64_t ino) {
   if (node == nullptr) return Status(Errc::kNotFound, "unknown inode");
   const Node& n = *node;
   ObjectInfo info;
-  info.key = n.is_dir ? dir_key(n.path) : file_key(n.path);
+  const std::string path = path_locked(n);
+  info.key = n.is_dir ? dir_key(path) : file_key(path);
   info.size = n.is_dir ? 0 : n.size;
   info.etag = n.etag.str();
   info.mtime_sec = n.mtime_sec;
@@ -251,7 +252,7 @@ std::optional<std::string> Metadata::link_target(uint64_t ino) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr) return std::nullopt;
-  auto kit = known_.find(known_key(node->path, false));
+  auto kit = known_.find(known_key(path_locked(*node), false));
   if (kit == known_.end()) return std::nullopt;
   if (!kit->second.link_target) return std::nullopt;
   return *kit->second.link_target;
@@ -261,7 +262,7 @@ void Metadata::set_link_target(uint64_t ino, std::string target) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(ino);
   if (node == nullptr) return;
-  auto kit = known_.find(known_key(node->path, false));
+  auto kit = known_.find(known_key(path_locked(*node), false));
   if (kit != known_.end()) {
     kit->second.link_target = std::make_unique<const std::string>(std::move(target));
   }

@@ -33,8 +33,8 @@ void Metadata::install_listing_locked(const std::string& dir_path,
     const Node* node = nodes_.find(ino);
     if (node == nullptr) continue;
     const Node& n = *node;
-    if (dir_name(n.path) != dir_path) continue;
-    DirEntry e{std::string(base_name(n.path)), false, n.size, n.mtime_sec, ""};
+    if (dir_name(path_locked(n)) != dir_path) continue;
+    DirEntry e{n.name, false, n.size, n.mtime_sec, ""};
     auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
                                [](const DirEntry& a, const std::string& b) { return a.name < b; });
     if (it != listing->entries.end() && it->name == e.name)

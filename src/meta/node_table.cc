@@ -13,10 +13,10 @@ constexpr uint32_t kMaxGen = std::numeric_limits<uint32_t>::max();
 const MetaNode* NodeTable::find(uint64_t ino) const {
   if (ino == 0) return nullptr;
   const uint64_t slot = ino & kSlotMask;
-  if (slot < slots_ && at(slot).ino == ino) return &at(slot);
+  if (slot < slots_ && slot_node(slot).ino == ino) return &slot_node(slot);
   if (foreign_.empty()) return nullptr;
   auto it = foreign_.find(ino);
-  return it == foreign_.end() ? nullptr : &at(it->second);
+  return it == foreign_.end() ? nullptr : &slot_node(it->second);
 }
 
 MetaNode* NodeTable::find(uint64_t ino) {
@@ -25,7 +25,7 @@ MetaNode* NodeTable::find(uint64_t ino) {
 
 uint32_t NodeTable::slot_of(const MetaNode& n) const {
   const uint64_t slot = n.ino & kSlotMask;
-  if (slot < slots_ && &at(slot) == &n) return static_cast<uint32_t>(slot);
+  if (slot < slots_ && &slot_node(slot) == &n) return static_cast<uint32_t>(slot);
   return foreign_.at(n.ino);
 }
 
@@ -53,7 +53,7 @@ MetaNode& NodeTable::create() {
   while (gen < kMaxGen && foreign_.count(make_ino(slot, gen)) != 0) ++gen;
   // A slot whose generations are used up is not freed again (erase()): next_gen_ wraps to 0.
   next_gen_[slot] = gen + 1;
-  MetaNode& n = at(slot);
+  MetaNode& n = slot_node(slot);
   n.ino = make_ino(slot, gen);
   ++live_;
   return n;
@@ -65,13 +65,53 @@ MetaNode& NodeTable::create_with_ino(uint64_t ino) {
   return n;
 }
 
+void NodeTable::set_parent(MetaNode& n, uint64_t parent_id) {
+  if (n.parent == parent_id) return;
+  const uint64_t old_parent = n.parent;
+  n.parent = parent_id;
+  if (parent_id != 0) ++children_[parent_id];
+  if (old_parent == 0) return;
+  auto it = children_.find(old_parent);
+  if (it == children_.end() || --it->second > 0) return;
+  children_.erase(it);
+  // The old parent goes if the kernel let go of it and n was the last node below it.
+  MetaNode* parent = find_id(old_parent);
+  if (parent != nullptr && parent->released && parent->nlookup == 0) erase(*parent);
+}
+
+uint32_t NodeTable::children(const MetaNode& n) const {
+  auto it = children_.find(id(n));
+  return it == children_.end() ? 0 : it->second;
+}
+
+void NodeTable::release(MetaNode& n) {
+  if (children(n) > 0) {
+    n.released = true;
+    return;
+  }
+  erase(n);
+}
+
 void NodeTable::erase(MetaNode& n) {
-  unindex(n);
-  const uint32_t slot = slot_of(n);
-  foreign_.erase(n.ino);
-  n = MetaNode{};
-  --live_;
-  if (next_gen_[slot] != 0) free_.push_back(slot);
+  MetaNode* node = &n;
+  while (node != nullptr) {
+    unindex(*node);
+    const uint64_t parent_id = node->parent;
+    const uint32_t slot = slot_of(*node);
+    children_.erase(id(*node));
+    foreign_.erase(node->ino);
+    *node = MetaNode{};
+    --live_;
+    if (next_gen_[slot] != 0) free_.push_back(slot);
+    // The parent goes too if the kernel let go of it and this was the last node below it.
+    node = nullptr;
+    auto it = children_.find(parent_id);
+    if (it != children_.end() && --it->second == 0) {
+      children_.erase(it);
+      MetaNode* parent = find_id(parent_id);
+      if (parent != nullptr && parent->released && parent->nlookup == 0) node = parent;
+    }
+  }
 }
 
 bool NodeTable::renumber(MetaNode& n, uint64_t to) {
@@ -99,7 +139,7 @@ uint64_t NodeTable::id(const MetaNode& n) const {
 const MetaNode* NodeTable::find_id(uint64_t id) const {
   const uint64_t slot = id & kSlotMask;
   if (slot == 0 || slot >= slots_) return nullptr;
-  const MetaNode& n = at(slot);
+  const MetaNode& n = slot_node(slot);
   if (n.ino == 0 || next_gen_[slot] - 1 != static_cast<uint32_t>(id >> 32)) return nullptr;
   return &n;
 }
@@ -110,24 +150,28 @@ MetaNode* NodeTable::find_id(uint64_t id) {
 
 // ---- Path index ------------------------------------------------------------------------
 
-size_t NodeTable::home(std::string_view path) const {
-  return std::hash<std::string_view>{}(path) & (index_.size() - 1);
+size_t NodeTable::home(uint64_t parent_id, std::string_view name) const {
+  // The parent's id mixed in (Fibonacci hashing), so the same name in many directories
+  // ("train", "0.jpg") spreads.
+  const size_t h = std::hash<std::string_view>{}(name) ^ (parent_id * 0x9E3779B97F4A7C15ULL);
+  return (h ^ (h >> 32)) & (index_.size() - 1);
 }
 
-MetaNode* NodeTable::at_path(std::string_view path) const {
+MetaNode* NodeTable::at(uint64_t parent_id, std::string_view name) const {
   if (index_.empty()) return nullptr;
   const size_t mask = index_.size() - 1;
-  for (size_t i = home(path);; i = (i + 1) & mask) {
+  for (size_t i = home(parent_id, name);; i = (i + 1) & mask) {
     const uint32_t slot = index_[i];
     if (slot == 0) return nullptr;
-    const MetaNode& n = at(slot);
-    if (n.path == path) return const_cast<MetaNode*>(&n);
+    const MetaNode& n = slot_node(slot);
+    if (n.parent == parent_id && n.name == name) return const_cast<MetaNode*>(&n);
   }
 }
 
 void NodeTable::index_insert(uint32_t slot) {
   const size_t mask = index_.size() - 1;
-  size_t i = home(at(slot).path);
+  const MetaNode& n = slot_node(slot);
+  size_t i = home(n.parent, n.name);
   while (index_[i] != 0) i = (i + 1) & mask;
   index_[i] = slot;
 }
@@ -141,7 +185,7 @@ void NodeTable::grow_index() {
 }
 
 void NodeTable::index(MetaNode& n) {
-  if (MetaNode* other = at_path(n.path); other != nullptr) {
+  if (MetaNode* other = at(n.parent, n.name); other != nullptr) {
     if (other == &n) return;
     unindex(*other);
   }
@@ -154,7 +198,7 @@ void NodeTable::index(MetaNode& n) {
 void NodeTable::unindex(const MetaNode& n) {
   if (index_.empty()) return;
   const size_t mask = index_.size() - 1;
-  size_t i = home(n.path);
+  size_t i = home(n.parent, n.name);
   const uint32_t slot = slot_of(n);
   for (;; i = (i + 1) & mask) {
     if (index_[i] == 0) return;  // not indexed
@@ -165,7 +209,8 @@ void NodeTable::unindex(const MetaNode& n) {
   index_[i] = 0;
   --indexed_;
   for (size_t j = (i + 1) & mask; index_[j] != 0; j = (j + 1) & mask) {
-    const size_t k = home(at(index_[j]).path);
+    const MetaNode& moved = slot_node(index_[j]);
+    const size_t k = home(moved.parent, moved.name);
     // The entry at j may move to the hole at i unless its home lies cyclically in (i, j].
     const bool home_between = i <= j ? (i < k && k <= j) : (i < k || k <= j);
     if (home_between) continue;

@@ -1,9 +1,9 @@
-// NodeTable: the inodes the kernel holds, found by inode number and by path.
+// NodeTable: the inodes the kernel holds, found by inode number and by (parent, name).
 //
 // A mount that walks a tree of a million files holds a node for each of them, so a node costs
 // what its own fields cost and little more. Nodes live in a slab (chunks of kChunkNodes,
-// never moved, so a MetaNode& stays valid until erase()); a freed slot is reused, and the
-// slab keeps its high-water mark (a freed slot's path is freed, its 96 bytes stay). An inode
+// never moved, so a MetaNode& stays valid until release()); a freed slot is reused, and the
+// slab keeps its high-water mark (a freed slot's name is freed, its 96 bytes stay). An inode
 // number names its slot: the slot's index in the low 32 bits and the slot's generation
 // (bumped at each reuse) in the high ones, so finding a node by number takes no table, and a
 // number once given is not given again to another node. Numbers a node takes over from a
@@ -12,9 +12,14 @@
 // was created with stays its id() through renumbering: a child names its parent by it, so a
 // directory that takes another number leaves its children as they are.
 //
-// The path index is an open-addressing table (linear probing, deletion by backward shift) of
-// slot numbers, hashed by the node's own path, so the path is not copied into it: 5 to 11
-// bytes a node (a load between 3/8 and 3/4), against 40 for a std::unordered_set of pointers.
+// A node holds its name and its parent's id, not its path: a path is the names up to the
+// root, so a directory's rename moves everything below it without touching it, and a file's
+// node holds no heap copy of its path. A directory stays while a node below it does
+// (release()), so every node's parents can be walked.
+//
+// The name index is an open-addressing table (linear probing, deletion by backward shift) of
+// slot numbers, hashed by (parent, name), so the name is not copied into it: 5 to 11 bytes a
+// node (a load between 3/8 and 3/4), against 40 for a std::unordered_set of pointers.
 //
 // Not thread safe: Metadata calls it under its mutex.
 #pragma once
@@ -36,12 +41,14 @@ namespace warmfs {
 struct MetaNode {
   // The kernel's references (lookups not forgotten yet). A count that reaches kMaxLookups
   // stays there: the node is then kept for good rather than let go while still referenced.
-  static constexpr uint32_t kMaxLookups = (1U << 30) - 1;
+  static constexpr uint32_t kMaxLookups = (1U << 29) - 1;
   void add_lookup() {
     if (nlookup < kMaxLookups) ++nlookup;
+    released = false;
   }
   void set_lookups(uint64_t n) {
     nlookup = n < kMaxLookups ? static_cast<uint32_t>(n) : kMaxLookups;
+    if (nlookup > 0) released = false;
   }
   // Drops n references; true when none is left.
   bool forget_lookups(uint64_t n) {
@@ -51,15 +58,16 @@ struct MetaNode {
   }
 
   uint64_t ino = 0;     // the kernel's number for it; 0: the slot is free
-  uint64_t parent = 0;  // the parent's NodeTable::id()
-  std::string path;     // relative to the prefix: "" for the root, "a/b" below it
+  uint64_t parent = 0;  // the parent's NodeTable::id() (set_parent()); the root's own
+  std::string name;     // "" for the root
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   std::chrono::steady_clock::time_point validated_at;
   Etag etag;
-  uint32_t nlookup : 30 = 0;
+  uint32_t nlookup : 29 = 0;
   bool is_dir : 1 = false;
-  bool local : 1 = false;  // created here, not in the bucket yet
+  bool local : 1 = false;     // created here, not in the bucket yet
+  bool released : 1 = false;  // forgotten by the kernel, kept for the nodes below it
 };
 static_assert(sizeof(MetaNode) <= 96, "a node per file of a million-file tree: keep it small");
 
@@ -71,12 +79,18 @@ class NodeTable {
   MetaNode* find(uint64_t ino);
   const MetaNode* find(uint64_t ino) const;
   // A new node with a number never given before (or `ino`, which must be free: the root's
-  // fixed number). Not in the path index.
+  // fixed number). Not in the name index, and no parent's child (set_parent()).
   MetaNode& create();
   MetaNode& create_with_ino(uint64_t ino);
-  // The node leaves the table (and the path index, if it is there); n is invalid after.
-  void erase(MetaNode& n);
-  // The node takes the number `to` (free, or false). Its path index entry and id() are kept.
+  // The kernel forgot n: it leaves the table (and the name index), unless nodes below it
+  // remain; then it stays, released, until the last of them goes (or the kernel looks it
+  // up again). n is invalid after, unless it stays.
+  void release(MetaNode& n);
+  // Makes n a child of the node whose id() is parent_id.
+  void set_parent(MetaNode& n, uint64_t parent_id);
+  // Nodes that name n as their parent.
+  uint32_t children(const MetaNode& n) const;
+  // The node takes the number `to` (free, or false). Its name index entry and id() are kept.
   bool renumber(MetaNode& n, uint64_t to);
   // The number n was created with (its ino unless renumbered), and the node it names while
   // that node lives (null after, even when its slot holds another).
@@ -89,33 +103,38 @@ class NodeTable {
   template <typename F>
   void for_each(F&& f) {
     for (size_t s = 0; s < slots_; ++s) {
-      MetaNode& n = at(s);
+      MetaNode& n = slot_node(s);
       if (n.ino != 0) f(n);
     }
   }
 
-  // ---- The path index: which node each path names now ---------------------------------
-  MetaNode* at_path(std::string_view path) const;
-  // Makes n the node at its path, in place of any other.
+  // ---- The name index: which node each name in a directory names now -------------------
+  MetaNode* at(uint64_t parent_id, std::string_view name) const;
+  // Makes n the node at its (parent, name), in place of any other.
   void index(MetaNode& n);
-  // Drops n from the index, if it is the node at its path. Call before changing n.path.
+  // Drops n from the index, if it is the node at its (parent, name). Call before changing
+  // n.parent or n.name.
   void unindex(const MetaNode& n);
-  bool indexed(const MetaNode& n) const { return at_path(n.path) == &n; }
+  bool indexed(const MetaNode& n) const { return at(n.parent, n.name) == &n; }
   size_t index_capacity() const { return index_.size(); }
 
  private:
   static uint64_t make_ino(uint32_t slot, uint32_t gen) {
     return (static_cast<uint64_t>(gen) << 32) | slot;
   }
-  MetaNode& at(size_t slot) { return chunks_[slot / kChunkNodes][slot % kChunkNodes]; }
-  const MetaNode& at(size_t slot) const { return chunks_[slot / kChunkNodes][slot % kChunkNodes]; }
+  MetaNode& slot_node(size_t slot) { return chunks_[slot / kChunkNodes][slot % kChunkNodes]; }
+  const MetaNode& slot_node(size_t slot) const {
+    return chunks_[slot / kChunkNodes][slot % kChunkNodes];
+  }
+  // Out of the table, and out of its parent's children (which may release the parent).
+  void erase(MetaNode& n);
   // The slot holding n (n is in the table).
   uint32_t slot_of(const MetaNode& n) const;
   // A free slot, and the generation its next number takes.
   uint32_t take_slot(uint32_t* gen);
 
-  // Path index: index_ holds slot numbers (0: empty); its size is a power of two.
-  size_t home(std::string_view path) const;
+  // Name index: index_ holds slot numbers (0: empty); its size is a power of two.
+  size_t home(uint64_t parent_id, std::string_view name) const;
   void grow_index();
   void index_insert(uint32_t slot);
 
@@ -127,6 +146,9 @@ class NodeTable {
   uint32_t min_gen_ = 0;            // above every renumbered node's generation
   // Numbers taken by renumber() that do not name their node's slot: number -> slot.
   std::unordered_map<uint64_t, uint32_t> foreign_;
+  // Nodes below each node that has any, by its id (directories only: a few per thousand
+  // files).
+  std::unordered_map<uint64_t, uint32_t> children_;
 
   std::vector<uint32_t> index_;
   size_t indexed_ = 0;

@@ -1,6 +1,7 @@
-// NodeTable: numbers name slots and are never given twice; the path index against a model
-// (std::map) through random inserts, replacements and removals, including the backward shift
-// of deletion across the end of the table.
+// NodeTable: numbers name slots and are never given twice; a directory stays while nodes
+// below it do; the name index against a model (std::map) through random inserts,
+// replacements and removals, including the backward shift of deletion across the end of the
+// table.
 #include "meta/node_table.h"
 
 #include <fmt/format.h>
@@ -36,7 +37,7 @@ TEST_CASE("node table: numbers are found, and none is given twice", "[node_table
       const size_t k = rng() % live.size();
       MetaNode* n = t.find(live[k]);
       REQUIRE(n != nullptr);
-      t.erase(*n);
+      t.release(*n);
       REQUIRE(t.find(live[k]) == nullptr);
       live[k] = live.back();
       live.pop_back();
@@ -58,7 +59,8 @@ TEST_CASE("node table: a renumbered node keeps its number, and it is not given a
   NodeTable t;
   t.create_with_ino(1);
   MetaNode& a = t.create();
-  a.path = std::string(1, 'a');  // (not = "a": g++ 12 warns falsely, -Wrestrict)
+  a.name = std::string(1, 'a');  // (not = "a": g++ 12 warns falsely, -Wrestrict)
+  t.set_parent(a, 1);
   t.index(a);
   const uint64_t old = a.ino;
   // A number from a previous daemon: another slot's, with a later generation.
@@ -66,7 +68,8 @@ TEST_CASE("node table: a renumbered node keeps its number, and it is not given a
   REQUIRE(t.renumber(a, to));
   CHECK(t.find(old) == nullptr);
   CHECK(t.find(to) == &a);
-  CHECK(t.at_path("a") == &a);
+  CHECK(t.at(1, "a") == &a);
+  CHECK(t.id(a) == old);                    // its id stays
   CHECK_FALSE(t.renumber(t.create(), to));  // in use
   std::set<uint64_t> given;
   for (int i = 0; i < 100; ++i) {
@@ -75,30 +78,35 @@ TEST_CASE("node table: a renumbered node keeps its number, and it is not given a
     CHECK((n.ino >> 32) > 5);  // generations after it
     given.insert(n.ino);
   }
-  t.erase(a);
+  t.release(a);
   CHECK(t.find(to) == nullptr);
-  CHECK(t.at_path("a") == nullptr);
+  CHECK(t.at(1, "a") == nullptr);
   MetaNode& b = t.create();
   CHECK(given.count(b.ino) == 0);
   CHECK(b.ino != to);
   CHECK(b.ino != old);
 }
 
-TEST_CASE("node table: the path index agrees with a model", "[node_table]") {
+TEST_CASE("node table: the name index agrees with a model", "[node_table]") {
   NodeTable t;
   t.create_with_ino(1);
-  std::map<std::string, MetaNode*> model;  // the node indexed at each path
+  // The (parent id, name) each node is indexed at, if it is.
+  std::map<std::pair<uint64_t, std::string>, MetaNode*> model;
   std::vector<MetaNode*> nodes;
   std::mt19937 rng(11);
   for (int i = 0; i < 50'000; ++i) {
-    const std::string path = fmt::format("d{}/f{}", rng() % 40, rng() % 400);
+    // Parents 1-40 (ids no node has: the index does not look them up), so the same names
+    // meet in many directories.
+    const uint64_t parent = 1 + rng() % 40;
+    const std::string name = fmt::format("f{}", rng() % 400);
     switch (rng() % 4) {
       case 0:
-      case 1: {  // a new node at path, replacing any indexed there
+      case 1: {  // a new node at (parent, name), replacing any indexed there
         MetaNode& n = t.create();
-        n.path = path;
+        n.name = name;
+        n.parent = parent;  // not set_parent(): these parents are not nodes
         t.index(n);
-        model[path] = &n;
+        model[{parent, name}] = &n;
         nodes.push_back(&n);
         break;
       }
@@ -106,12 +114,12 @@ TEST_CASE("node table: the path index agrees with a model", "[node_table]") {
         if (nodes.empty()) break;
         const size_t k = rng() % nodes.size();
         MetaNode* n = nodes[k];
-        auto it = model.find(n->path);
+        auto it = model.find({n->parent, n->name});
         const bool indexed = it != model.end() && it->second == n;
         if (rng() % 2 == 0) {
           t.unindex(*n);
         } else {
-          t.erase(*n);
+          t.release(*n);
           nodes[k] = nodes.back();
           nodes.pop_back();
         }
@@ -119,23 +127,81 @@ TEST_CASE("node table: the path index agrees with a model", "[node_table]") {
         break;
       }
       case 3: {  // lookups
-        MetaNode* found = t.at_path(path);
-        auto it = model.find(path);
+        MetaNode* found = t.at(parent, name);
+        auto it = model.find({parent, name});
         REQUIRE(found == (it == model.end() ? nullptr : it->second));
         break;
       }
     }
   }
-  for (const auto& [path, n] : model) {
-    REQUIRE(t.at_path(path) == n);
+  for (const auto& [key, n] : model) {
+    REQUIRE(t.at(key.first, key.second) == n);
     REQUIRE(t.indexed(*n));
   }
   // At most three quarters full.
   CHECK(model.size() * 4 <= t.index_capacity() * 3);
 }
 
-TEST_CASE("node table: the kernel's lookup count, and a count too large to hold",
+TEST_CASE("node table: a directory the kernel forgot stays while nodes below it do",
           "[node_table]") {
+  NodeTable t;
+  MetaNode& root = t.create_with_ino(1);
+  root.parent = 1;
+  auto child = [&](MetaNode& parent, const char* name) -> MetaNode& {
+    MetaNode& n = t.create();
+    n.name = name;
+    t.set_parent(n, t.id(parent));
+    t.index(n);
+    return n;
+  };
+  MetaNode& a = child(root, "a");
+  MetaNode& b = child(a, "b");
+  MetaNode& f = child(b, "f");
+  MetaNode& g = child(b, "g");
+  const uint64_t a_ino = a.ino, b_ino = b.ino, f_ino = f.ino, g_ino = g.ino;
+  CHECK(t.children(b) == 2);
+  CHECK(t.children(a) == 1);
+
+  // Forgotten parents first: they stay, released, for the files below them.
+  t.release(a);
+  t.release(b);
+  REQUIRE(t.find(a_ino) == &a);
+  REQUIRE(t.find(b_ino) == &b);
+  CHECK(a.released);
+  CHECK(t.at(t.id(b), "f") == &f);
+  t.release(f);
+  CHECK(t.find(f_ino) == nullptr);
+  CHECK(t.find(b_ino) == &b);  // g is still below it
+  // A directory looked up again is the kernel's once more: it stays when emptied.
+  b.add_lookup();
+  CHECK_FALSE(b.released);
+  g.add_lookup();
+  CHECK(g.forget_lookups(1));
+  t.release(g);
+  CHECK(t.find(g_ino) == nullptr);
+  CHECK(t.find(b_ino) == &b);
+  CHECK(t.find(a_ino) == &a);  // b is below it
+  // The last one goes, and takes the released directories above it.
+  CHECK(b.forget_lookups(1));
+  t.release(b);
+  CHECK(t.find(b_ino) == nullptr);
+  CHECK(t.find(a_ino) == nullptr);
+  CHECK(t.size() == 1);
+
+  // A node moved out of a released directory lets it go too.
+  MetaNode& d = child(root, "d");
+  MetaNode& x = child(d, "x");
+  const uint64_t d_ino = d.ino;
+  t.release(d);
+  CHECK(t.find(d_ino) == &d);
+  t.unindex(x);
+  t.set_parent(x, t.id(root));
+  t.index(x);
+  CHECK(t.find(d_ino) == nullptr);
+  CHECK(t.at(1, "x") == &x);
+}
+
+TEST_CASE("node table: the kernel's lookup count, and a count too large to hold", "[node_table]") {
   MetaNode n;
   n.add_lookup();
   n.add_lookup();
