@@ -59,8 +59,12 @@ NodeAttr Metadata::attr_of(const Node& n) const {
   if (n.ino != kRootIno) {
     a.unlinked = !indexed_locked(n);
   }
-  if (auto it = known_.find(known_key(path_locked(n), n.is_dir)); it != known_.end()) {
-    a.attrs = it->second.attrs_or_none();
+  // (Building the path costs a walk up the tree: not when nothing is known, as with
+  // attributes off.)
+  if (!known_.empty()) {
+    if (auto it = known_.find(known_key(path_locked(n), n.is_dir)); it != known_.end()) {
+      a.attrs = it->second.attrs_or_none();
+    }
   }
   if (n.is_dir && n.mtime_sec != 0) {
     // Entries changed through this mount since: that is its mtime and ctime.
@@ -372,9 +376,7 @@ Result<NodeAttr> Metadata::peek(uint64_t parent, std::string_view name) {
   std::lock_guard lock(mu_);
   Node* node = nodes_.find(a.ino);
   // Drop the reference lookup() counted, but keep the node: the caller is about to use it.
-  if (node != nullptr && node->nlookup > 0 && node->nlookup < Node::kMaxLookups) {
-    --node->nlookup;
-  }
+  if (node != nullptr) node->forget_lookups(1);
   return a;
 }
 

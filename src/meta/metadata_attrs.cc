@@ -194,8 +194,8 @@ void Metadata::attrs_stored(uint64_t ino, const ObjectInfo& info, const ObjectHe
   k.stored = make_stored(headers);
   k.attrs = attrs_in(k.stored);
   if (n.is_dir) {
-    // Times set now (utimens: rsync -a sets a directory's after filling node) win over the
-    // changes made in node before, however old the times set are; a later change wins again.
+    // Times set now (utimens: rsync -a sets a directory's after filling it) win over the
+    // changes made in it before, however old the times set are; a later change wins again.
     if (k.attrs && k.attrs->mtime) n.mtime_sec = 0;
     return;
   }

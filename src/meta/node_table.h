@@ -99,15 +99,6 @@ class NodeTable {
   const MetaNode* find_id(uint64_t id) const;
   size_t size() const { return live_; }
 
-  // Calls f(MetaNode&) for every node, in no particular order; f must not add or erase.
-  template <typename F>
-  void for_each(F&& f) {
-    for (size_t s = 0; s < slots_; ++s) {
-      MetaNode& n = slot_node(s);
-      if (n.ino != 0) f(n);
-    }
-  }
-
   // ---- The name index: which node each name in a directory names now -------------------
   MetaNode* at(uint64_t parent_id, std::string_view name) const;
   // Makes n the node at its (parent, name), in place of any other.
