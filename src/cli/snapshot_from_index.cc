@@ -45,9 +45,9 @@ Result<std::optional<Manifest>> snapshot_from_index(const IndexSnapshotSource& s
     }
     for (const DirEntry& e : listing->entries) {
       if (e.is_dir) {
-        pending.push_back(base + e.name);
+        pending.push_back(base + e.name.str());
       } else {
-        WARMFS_RETURN_IF_ERROR(builder.add(base + e.name, e.size, e.mtime_sec, e.etag.str()));
+        WARMFS_RETURN_IF_ERROR(builder.add(base + e.name.str(), e.size, e.mtime_sec, e.etag.str()));
       }
     }
   }

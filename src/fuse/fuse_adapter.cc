@@ -173,6 +173,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
   const bool attributes = plus && s.readdir->attributes_for(caller_of(req), ino);
   std::vector<char> buf(size);
   size_t used = 0;
+  std::string name_buf;  // an entry's name, NUL-terminated for libfuse
   for (size_t i = static_cast<size_t>(off);; ++i) {
     const char* name;
     struct stat st {};
@@ -194,7 +195,8 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
       }
       entry = *r;
       if (entry == nullptr) break;  // the end
-      name = entry->name.c_str();
+      name_buf.assign(entry->name.view());
+      name = name_buf.c_str();
       st.st_ino = kUnknownIno;
       st.st_mode = entry->is_dir ? S_IFDIR : S_IFREG;
     }

@@ -71,13 +71,14 @@ std::string encode_listing(const std::vector<DirEntry>& entries, int64_t listed_
   std::string_view prev;
   for (const DirEntry& e : entries) {
     size_t shared = 0;
-    while (shared < prev.size() && shared < e.name.size() && prev[shared] == e.name[shared]) {
+    const std::string_view name = e.name;
+    while (shared < prev.size() && shared < name.size() && prev[shared] == name[shared]) {
       ++shared;
     }
     put_varint(out, shared);
-    put_varint(out, e.name.size() - shared);
-    out.append(e.name, shared);
-    prev = e.name;
+    put_varint(out, name.size() - shared);
+    out.append(name.substr(shared));
+    prev = name;
     if (e.is_dir) {
       out.push_back(static_cast<char>(kFlagDir));
       continue;
@@ -122,14 +123,16 @@ std::optional<IndexedListing> decode_listing(std::string_view in) {
     uint64_t suffix_len = 0;
     std::string_view suffix;
     if (!get_varint(in, &shared) || !get_varint(in, &suffix_len)) return std::nullopt;
-    const std::string_view prev = i == 0 ? std::string_view() : l.entries.back().name;
+    const std::string_view prev = i == 0 ? std::string_view() : l.entries.back().name.view();
     if (shared > prev.size() || suffix_len > kMaxNameBytes || !take(in, suffix_len, &suffix)) {
       return std::nullopt;
     }
+    std::string name;
+    name.reserve(shared + suffix_len);
+    name.append(prev.substr(0, shared)).append(suffix);
+    if (!is_valid_name(name) || (i > 0 && !(prev < name))) return std::nullopt;
     DirEntry e;
-    e.name.reserve(shared + suffix_len);
-    e.name.append(prev.substr(0, shared)).append(suffix);
-    if (!is_valid_name(e.name) || (i > 0 && !(prev < e.name))) return std::nullopt;
+    e.name = name;
     std::string_view flags_byte;
     if (!take(in, 1, &flags_byte)) return std::nullopt;
     const auto flags = static_cast<uint8_t>(flags_byte.front());

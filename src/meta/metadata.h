@@ -97,7 +97,7 @@ struct NodeAttr {
 // constructor takes them in the order they are usually written.
 struct DirEntry {
   DirEntry() = default;
-  DirEntry(std::string name_, bool is_dir_ = false, uint64_t size_ = 0, int64_t mtime_sec_ = 0,
+  DirEntry(Name name_, bool is_dir_ = false, uint64_t size_ = 0, int64_t mtime_sec_ = 0,
            Etag etag_ = {})
       : name(std::move(name_)),
         size(size_),
@@ -105,7 +105,7 @@ struct DirEntry {
         etag(std::move(etag_)),
         is_dir(is_dir_) {}
 
-  std::string name;
+  Name name;
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   Etag etag;  // files only

@@ -36,7 +36,7 @@ void Metadata::install_listing_locked(const std::string& dir_path,
     if (dir_name(path_locked(n)) != dir_path) continue;
     DirEntry e{n.name, false, n.size, n.mtime_sec, ""};
     auto it = std::lower_bound(listing->entries.begin(), listing->entries.end(), e.name,
-                               [](const DirEntry& a, const std::string& b) { return a.name < b; });
+                               [](const DirEntry& a, const Name& b) { return a.name < b; });
     if (it != listing->entries.end() && it->name == e.name)
       *it = std::move(e);
     else

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "meta/etag.h"
+#include "meta/name.h"
 
 namespace warmfs {
 
@@ -59,7 +60,7 @@ struct MetaNode {
 
   uint64_t ino = 0;     // the kernel's number for it; 0: the slot is free
   uint64_t parent = 0;  // the parent's NodeTable::id() (set_parent()); the root's own
-  std::string name;     // "" for the root
+  Name name;            // "" for the root
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   std::chrono::steady_clock::time_point validated_at;
@@ -69,7 +70,7 @@ struct MetaNode {
   bool local : 1 = false;     // created here, not in the bucket yet
   bool released : 1 = false;  // forgotten by the kernel, kept for the nodes below it
 };
-static_assert(sizeof(MetaNode) <= 96, "a node per file of a million-file tree: keep it small");
+static_assert(sizeof(MetaNode) <= 80, "a node per file of a million-file tree: keep it small");
 
 class NodeTable {
  public:

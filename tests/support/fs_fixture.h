@@ -104,7 +104,7 @@ struct FsFixture {
     auto entries = (*l)->read_all();
     REQUIRE(entries.is_ok());
     std::vector<std::string> out;
-    for (auto& e : *entries) out.push_back(e.name);
+    for (auto& e : *entries) out.push_back(e.name.str());
     return out;
   }
 };

@@ -283,7 +283,7 @@ TEST_CASE("model: the core agrees with a map of keys", "[fs][model]") {
       std::set<std::string> got;
       auto entries = (*l)->read_all();
       REQUIRE(entries.is_ok());
-      for (auto& e : *entries) got.insert(e.name + (e.is_dir ? "/" : ""));
+      for (auto& e : *entries) got.insert(e.name.str() + (e.is_dir ? "/" : ""));
       REQUIRE(got == expect);
     }
   }

@@ -446,7 +446,7 @@ class Harness {
     auto entries = (*l)->read_all();
     if (!entries.is_ok()) return "readdir(" + dir + "): " + entries.status().to_string();
     for (const DirEntry& e : *entries) {
-      const std::string p = model::join(dir, e.name);
+      const std::string p = model::join(dir, e.name.str());
       auto a = fs_->lookup(ino, e.name);
       if (!a.is_ok()) return "lookup(" + p + ") of a listed name: " + a.status().to_string();
       if (a->is_dir != e.is_dir) return p + ": listed and looked up as different types";

@@ -169,7 +169,7 @@ void walk(Metadata& m, uint64_t ino, const std::string& path, std::vector<std::s
   for (const DirEntry& e : (*l)->entries) {
     auto a = m.lookup(ino, e.name);
     REQUIRE(a.is_ok());
-    const std::string p = path + "/" + e.name;
+    const std::string p = path + "/" + e.name.str();
     out.push_back(p + (a->is_dir ? "/" : " " + std::to_string(a->size)));
     if (a->is_dir) walk(m, a->ino, p, out);
   }

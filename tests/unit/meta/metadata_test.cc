@@ -32,7 +32,7 @@ struct Fixture {
     auto l = meta->list(dir);
     REQUIRE(l.is_ok());
     std::vector<std::string> out;
-    for (auto& e : (*l)->entries) out.push_back(e.name + (e.is_dir ? "/" : ""));
+    for (auto& e : (*l)->entries) out.push_back(e.name.str() + (e.is_dir ? "/" : ""));
     return out;
   }
 };

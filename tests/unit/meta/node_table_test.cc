@@ -111,7 +111,7 @@ TEST_CASE("node table: the name index agrees with a model", "[node_table]") {
         if (nodes.empty()) break;
         const size_t k = rng() % nodes.size();
         MetaNode* n = nodes[k];
-        auto it = model.find({n->parent, n->name});
+        auto it = model.find({n->parent, n->name.str()});
         const bool indexed = it != model.end() && it->second == n;
         if (rng() % 2 == 0) {
           t.unindex(*n);

@@ -113,7 +113,7 @@ struct BranchMount {
     std::vector<std::string> out;
     auto entries = (*l)->read_all();
     REQUIRE(entries.is_ok());
-    for (auto& e : *entries) out.push_back(e.name);
+    for (auto& e : *entries) out.push_back(e.name.str());
     std::sort(out.begin(), out.end());
     return out;
   }
