@@ -20,7 +20,7 @@ class Name {
  public:
   Name() = default;
   // Implicit: a Name stands where a std::string did (DirEntry{"a"}, e.name = key.substr(..)).
-  Name(std::string_view s);  // NOLINT(google-explicit-constructor)
+  Name(std::string_view s);                                  // NOLINT(google-explicit-constructor)
   Name(const std::string& s) : Name(std::string_view(s)) {}  // NOLINT
   Name(const char* s) : Name(std::string_view(s)) {}         // NOLINT
 

@@ -14,7 +14,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "cache/kv_db.h"
 #include "meta/dir_stream.h"
+#include "meta/listing_index.h"
 #include "meta/metadata.h"
 #include "snapshot/manifest.h"
 #include "snapshot/snapshot_lister.h"
@@ -161,6 +163,57 @@ TEST_CASE("snapshot benchmark: one huge directory", "[snapshot-bench]") {
                "after %.1f ms, every entry in %.2f s (%.0f entries/s)\n",
                n, list_s, n / list_s, lookups, lookup_s, lookup_s * 1e6 / lookups, first_s * 1e3,
                stream_s, n / stream_s);
+}
+
+// A directory of N entries from the listing index (--cache-dir, RocksDB), as a second mount
+// reads it: the index keeps a directory as one value, which is read and decoded whole before
+// its first entry is given.
+//   WARMFS_SNAPSHOT_BENCH_KEYS=1000000 build/tests/warmfs_snapshot_bench "*listing index"
+TEST_CASE("snapshot benchmark: one huge directory from the listing index", "[snapshot-bench]") {
+  const char* env = std::getenv("WARMFS_SNAPSHOT_BENCH_KEYS");
+  const size_t n = env ? std::strtoull(env, nullptr, 10) : 1'000'000;
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  for (size_t i = 0; i < n; ++i) bucket.put_object(fmt::format("flat/{:09}.bin", i), "x");
+  testing::TempDir tmp;
+  auto db = KvDb::open(tmp.path + "/listings");
+  REQUIRE(db.is_ok());
+  ListingIndex index(**db, "http://e", "b", "");
+  MetaOptions mo;
+  mo.object_attrs = false;
+  {  // the first mount lists the bucket and keeps the listing in the index
+    Metadata first(bucket, clock, mo);
+    first.set_listing_index(&index);
+    auto dir = first.lookup(kRootIno, "flat");
+    REQUIRE(dir.is_ok());
+    auto l = first.list(dir->ino);
+    REQUIRE(l.is_ok());
+    REQUIRE((*l)->entries.size() == n);
+  }
+  const uint64_t lists = bucket.counters().list_requests;
+  Metadata second(bucket, clock, mo);
+  second.set_listing_index(&index);
+  const auto t = std::chrono::steady_clock::now();
+  auto dir = second.lookup(kRootIno, "flat");
+  REQUIRE(dir.is_ok());
+  auto open = second.open_dir(dir->ino);
+  REQUIRE(open.is_ok());
+  REQUIRE((*open)->at(0).is_ok());
+  const double first_s = since(t);
+  size_t count = 0;
+  for (;; ++count) {
+    auto e = (*open)->at(count);
+    REQUIRE(e.is_ok());
+    if (*e == nullptr) break;
+  }
+  const double all_s = since(t);
+  CHECK(count == n);
+  CHECK(second.counters().listing_index_hits >= 1);
+  CHECK(bucket.counters().list_requests == lists);  // no LIST: the index answered
+  std::fprintf(stderr,
+               "one directory of %zu entries from the listing index: first entry after %.1f ms, "
+               "every entry in %.2f s (%.0f entries/s)\n",
+               n, first_s * 1e3, all_s, n / all_s);
 }
 
 namespace {

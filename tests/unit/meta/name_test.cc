@@ -8,9 +8,14 @@
 using namespace warmfs;
 
 TEST_CASE("Name gives back every name byte for byte, in place or on the heap", "[name]") {
-  std::vector<std::string> names = {"", "a", std::string(14, 'x'), std::string(15, 'y'),
-                                    std::string(16, 'z'), std::string(255, 'w'),
-                                    std::string("a\0b", 3), "\xc3\xa9t\xc3\xa9.jpg"};
+  std::vector<std::string> names = {"",
+                                    "a",
+                                    std::string(14, 'x'),
+                                    std::string(15, 'y'),
+                                    std::string(16, 'z'),
+                                    std::string(255, 'w'),
+                                    std::string("a\0b", 3),
+                                    "\xc3\xa9t\xc3\xa9.jpg"};
   for (const std::string& s : names) {
     const Name n(s);
     CHECK(n.view() == s);
