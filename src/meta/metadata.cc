@@ -692,8 +692,8 @@ Result<std::string> Metadata::key_of(uint64_t ino) {
 
 MetaCounters Metadata::counters() const {
   std::lock_guard lock(mu_);
-  return MetaCounters{nodes_.size(), listing_cache_hits_, skipped_keys_, listing_index_hits_,
-                      listing_index_refreshes_};
+  return MetaCounters{nodes_.size(),       listing_cache_hits_,      skipped_keys_,
+                      listing_index_hits_, listing_index_refreshes_, cache_sweeps_};
 }
 
 }  // namespace warmfs

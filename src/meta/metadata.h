@@ -80,6 +80,12 @@ struct MetaOptions {
   // answer lookups alone and objects show the mount's defaults and Last-Modified, unless this
   // mount set their attributes.
   bool object_attrs = true;
+  // Bounds of the caches of listings and of what objects' HEADs said: past one, entries no
+  // longer needed (stale listings, attributes of paths without a node) are dropped. What is
+  // still needed stays, and the next pass comes when the cache has doubled from what stayed,
+  // so passes cost O(1) per entry added however many are needed.
+  size_t max_listings = 4096;
+  size_t max_known = size_t{1} << 18;
 };
 
 // Attributes of one node, as the filesystem reports them.
@@ -129,6 +135,7 @@ struct MetaCounters {
   uint64_t skipped_keys = 0;
   uint64_t listing_index_hits = 0;       // directories read from the listing index
   uint64_t listing_index_refreshes = 0;  // of those, listed again in the background
+  uint64_t cache_sweeps = 0;             // passes over the listings or attributes to bound them
 };
 
 // True if `name` can be a path component: not empty, ".", "..", no '/', at most 255 bytes.
@@ -268,7 +275,6 @@ class Metadata {
     std::unique_ptr<const std::string> link_target;
     const ObjectAttrs& attrs_or_none() const;
   };
-  static constexpr size_t kMaxKnown = 1 << 18;      // entries kept (cleared past it)
   static constexpr unsigned kAttrHeadThreads = 16;  // HEADs at once when listing
   struct DirProbes {
     std::chrono::steady_clock::time_point window_start{};
@@ -406,6 +412,11 @@ class Metadata {
   std::unordered_map<std::string, std::weak_ptr<DirStream>> streams_;
   std::unordered_map<std::string, DirProbes> probes_;  // by directory path
   std::unordered_map<std::string, Known> known_;       // by known_key()
+  // Sizes of listings_ and known_ past which the next pass drops what is not needed
+  // (MetaOptions::max_listings, max_known; twice what the last pass kept, if more).
+  size_t listings_sweep_at_ = 0;
+  size_t known_sweep_at_ = 0;
+  uint64_t cache_sweeps_ = 0;
   std::shared_ptr<const StoredHeaders> last_headers_;  // shared_headers_locked()
   std::shared_ptr<const ObjectAttrs> last_attrs_;      // shared_attrs_locked()
   std::unordered_map<uint64_t, bool> local_inos_;      // nodes with local = true

@@ -22,13 +22,17 @@ bool Metadata::known_fresh_locked(const std::string& path, const DirEntry& e) co
 }
 
 void Metadata::bound_known_locked() {
-  if (known_.size() < kMaxKnown) return;
+  if (known_.size() < std::max(options_.max_known, known_sweep_at_)) return;
   // A bound, not a policy: what a live node needs stays (its changes may not be uploaded).
+  ++cache_sweeps_;
   for (auto it = known_.begin(); it != known_.end();) {
     std::string path = it->first;
     if (!path.empty() && path.back() == '/') path.pop_back();
     it = node_at_locked(path) != nullptr ? std::next(it) : known_.erase(it);
   }
+  // When most of it is needed (a tree whose every file the kernel holds), passing again at
+  // the next entry would make a walk quadratic.
+  known_sweep_at_ = 2 * known_.size();
 }
 
 const ObjectAttrs& Metadata::Known::attrs_or_none() const {

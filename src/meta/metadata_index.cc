@@ -43,10 +43,14 @@ void Metadata::install_listing_locked(const std::string& dir_path,
       listing->entries.insert(it, std::move(e));
   }
   // Keep the cache from growing without bound: drop stale listings now and then.
-  if (listings_.size() > 4096) {
+  // Passes come when the cache has doubled from what the last one kept: a walk of more fresh
+  // directories than the bound does not pass over all of them at each one.
+  if (listings_.size() > std::max(options_.max_listings, listings_sweep_at_)) {
+    ++cache_sweeps_;
     for (auto it = listings_.begin(); it != listings_.end();) {
       it = fresh(it->second.listing->listed_at) ? std::next(it) : listings_.erase(it);
     }
+    listings_sweep_at_ = 2 * listings_.size();
   }
   listings_[dir_path] = CachedListing{listing};
 }

@@ -396,3 +396,57 @@ TEST_CASE("adopted numbers: a renumbered directory keeps its children", "[meta]"
   CHECK(w->ino != 1003);
   CHECK(f.meta->parent_of(w->ino) == 1000);
 }
+
+// A walk that holds more nodes than the attribute cache's bound, through more fresh
+// directories than the listing cache's: each cache is passed over when it has doubled since
+// the last pass, not at every entry past the bound (which made an `ls -lR` of a million files
+// with attributes quadratic). What is no longer needed still goes.
+TEST_CASE("the caches' bounds cost a pass per doubling when what they hold is needed",
+          "[meta][attrs]") {
+  FakeClock clock;
+  MemoryObjectStore bucket{"b", clock};
+  FaultInjectingStore store{bucket};
+  constexpr int kDirs = 50;
+  constexpr int kFiles = 40;
+  constexpr int kLate = 5000;
+  for (int d = 0; d < kDirs; ++d) {
+    for (int i = 0; i < kFiles; ++i) bucket.put_object(fmt::format("d{:02}/f{:02}", d, i), "x");
+  }
+  for (int i = 0; i < kLate; ++i) bucket.put_object(fmt::format("late/{:04}", i), "x");
+  MetaOptions o;
+  o.ttl = 1h;
+  o.object_attrs = true;
+  o.max_known = 64;
+  o.max_listings = 8;
+  Metadata meta(store, clock, o);
+  std::vector<uint64_t> files;
+  for (int d = 0; d < kDirs; ++d) {
+    auto dir = meta.lookup(kRootIno, fmt::format("d{:02}", d));
+    REQUIRE(dir.is_ok());
+    for (int i = 0; i < kFiles; ++i) {
+      auto f = meta.lookup(dir->ino, fmt::format("f{:02}", i));
+      REQUIRE(f.is_ok());
+      files.push_back(f->ino);
+    }
+  }
+  // 2,050 attribute entries from a bound of 64 and 51 listings from 8: about five doublings
+  // and three. A pass at every entry past the bound made about 2,000.
+  CHECK(meta.counters().cache_sweeps <= 12);
+  CHECK(meta.counters().cache_sweeps >= 2);
+
+  // Forgotten by the kernel, the files' attributes go at the next pass: looked up again after
+  // it, a file costs a HEAD again (its listing is still fresh).
+  for (uint64_t ino : files) meta.forget(ino, 1);
+  auto late = meta.lookup(kRootIno, "late");
+  REQUIRE(late.is_ok());
+  const uint64_t sweeps = meta.counters().cache_sweeps;
+  for (int i = 0; meta.counters().cache_sweeps == sweeps; ++i) {
+    REQUIRE(i < kLate);
+    REQUIRE(meta.lookup(late->ino, fmt::format("{:04}", i)).is_ok());
+  }
+  auto d00 = meta.lookup(kRootIno, "d00");
+  REQUIRE(d00.is_ok());
+  const uint64_t heads = store.call_count(FaultInjectingStore::Op::kHead);
+  REQUIRE(meta.lookup(d00->ino, "f00").is_ok());
+  CHECK(store.call_count(FaultInjectingStore::Op::kHead) == heads + 1);
+}
