@@ -33,6 +33,31 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// readdir of the root's "flat" as the mount does it (opendir, then entry after entry): the
+// time to its first entry, to its last, and how many.
+struct Readdir {
+  double first_s = 0;
+  double all_s = 0;
+  size_t count = 0;
+};
+Readdir readdir_flat(Metadata& meta) {
+  Readdir r;
+  const auto t = std::chrono::steady_clock::now();
+  auto dir = meta.lookup(kRootIno, "flat");
+  REQUIRE(dir.is_ok());
+  auto open = meta.open_dir(dir->ino);
+  REQUIRE(open.is_ok());
+  REQUIRE((*open)->at(0).is_ok());
+  r.first_s = since(t);
+  for (;; ++r.count) {
+    auto e = (*open)->at(r.count);
+    REQUIRE(e.is_ok());
+    if (*e == nullptr) break;
+  }
+  r.all_s = since(t);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("snapshot benchmark", "[snapshot-bench]") {
@@ -120,24 +145,11 @@ TEST_CASE("snapshot benchmark: one huge directory", "[snapshot-bench]") {
   mo.object_attrs = false;  // as a snapshot mount has them: read-only (mount_command.cc)
   // readdir as the mount does it (opendir, then entry after entry): the first entries come
   // after one page, the rest as readdir reaches them.
-  double first_s = 0, stream_s = 0;
+  Readdir streamed;
   {
-    Metadata streamed(store, clock, mo);
-    const auto t = std::chrono::steady_clock::now();
-    auto dir = streamed.lookup(kRootIno, "flat");
-    REQUIRE(dir.is_ok());
-    auto open = streamed.open_dir(dir->ino);
-    REQUIRE(open.is_ok());
-    REQUIRE((*open)->at(0).is_ok());
-    first_s = since(t);
-    size_t count = 0;
-    for (;; ++count) {
-      auto e = (*open)->at(count);
-      REQUIRE(e.is_ok());
-      if (*e == nullptr) break;
-    }
-    stream_s = since(t);
-    CHECK(count == n);
+    Metadata m(store, clock, mo);
+    streamed = readdir_flat(m);
+    CHECK(streamed.count == n);
   }
   Metadata meta(store, clock, mo);
   auto t0 = std::chrono::steady_clock::now();
@@ -161,8 +173,8 @@ TEST_CASE("snapshot benchmark: one huge directory", "[snapshot-bench]") {
                "one directory of %zu entries: listed through Metadata in %.2f s (%.0f entries/s); "
                "%zu lookups in it %.3f s (%.1f us each); readdir page by page: first entry "
                "after %.1f ms, every entry in %.2f s (%.0f entries/s)\n",
-               n, list_s, n / list_s, lookups, lookup_s, lookup_s * 1e6 / lookups, first_s * 1e3,
-               stream_s, n / stream_s);
+               n, list_s, n / list_s, lookups, lookup_s, lookup_s * 1e6 / lookups,
+               streamed.first_s * 1e3, streamed.all_s, n / streamed.all_s);
 }
 
 // A directory of N entries from the listing index (--cache-dir, RocksDB), as a second mount
@@ -193,27 +205,14 @@ TEST_CASE("snapshot benchmark: one huge directory from the listing index", "[sna
   const uint64_t lists = bucket.counters().list_requests;
   Metadata second(bucket, clock, mo);
   second.set_listing_index(&index);
-  const auto t = std::chrono::steady_clock::now();
-  auto dir = second.lookup(kRootIno, "flat");
-  REQUIRE(dir.is_ok());
-  auto open = second.open_dir(dir->ino);
-  REQUIRE(open.is_ok());
-  REQUIRE((*open)->at(0).is_ok());
-  const double first_s = since(t);
-  size_t count = 0;
-  for (;; ++count) {
-    auto e = (*open)->at(count);
-    REQUIRE(e.is_ok());
-    if (*e == nullptr) break;
-  }
-  const double all_s = since(t);
-  CHECK(count == n);
+  const Readdir r = readdir_flat(second);
+  CHECK(r.count == n);
   CHECK(second.counters().listing_index_hits >= 1);
   CHECK(bucket.counters().list_requests == lists);  // no LIST: the index answered
   std::fprintf(stderr,
                "one directory of %zu entries from the listing index: first entry after %.1f ms, "
                "every entry in %.2f s (%.0f entries/s)\n",
-               n, first_s * 1e3, all_s, n / all_s);
+               n, r.first_s * 1e3, r.all_s, n / r.all_s);
 }
 
 namespace {
