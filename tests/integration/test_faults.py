@@ -263,6 +263,48 @@ class ProxyItself(FaultCase):
         p.proc.send_signal(signal.SIGTERM)
         self.assertEqual(p.proc.wait(10), 0, harness._tail(p.log))
 
+    def test_per_connection_cap_holds_each_connection_and_keeps_bytes(self):
+        """Under a per-connection cap a large body is spliced and paced by its thread, a small
+        one paced through asyncio: each connection gets no more than the cap (the time a body
+        takes has a floor: a lower bound only, which load cannot break), and bytes are exact."""
+        import http.client
+        import threading
+        rate = 5e6  # 40 Mbit/s
+        p = self.proxy(S3RVER, "--bandwidth-mbps", "40", "--bandwidth-scope", "connection")
+        key, data = "stall.bin", OBJECTS["stall.bin"]
+        ranges = [(0, 4 * MiB), (4 * MiB + 1, 200_000)]  # spliced, then through asyncio
+        results: list[object] = []
+
+        def client(i: int) -> None:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=30)
+                start = time.monotonic()
+                for off, n in ranges:
+                    conn.request("GET", f"/{BUCKET}/{key}",
+                                 headers={"Range": f"bytes={off}-{off + n - 1}"})
+                    r = conn.getresponse()
+                    if r.read() != data[off:off + n]:
+                        results.append(f"wrong bytes at {off}")
+                        return
+                conn.close()
+                results.append(time.monotonic() - start)
+            except Exception as e:  # reported below
+                results.append(repr(e))
+
+        threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(len(results), 2, results)
+        total = sum(n for _, n in ranges)
+        floor = total / rate - 2 * 0.02  # the pacer lets 20 ms of bytes through unpaced per body
+        for took in results:
+            self.assertIsInstance(took, float, results)
+            self.assertGreaterEqual(took, floor, f"a connection beat its cap: {results}")
+        sent = p.stats()["bytes_to_client"]  # bodies and four response heads
+        self.assertTrue(2 * total < sent < 2 * total + 4 * 1024, sent)
+
 
 class MountCheck(FaultCase):
     def test_mount_check_meets_only_500s(self):
