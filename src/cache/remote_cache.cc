@@ -171,11 +171,21 @@ ChunkPtr RemoteCache::get(const ChunkKey& key) {
   std::shared_ptr<std::byte[]> buf = allocate_buffer(cap);
   http::Request req = request_for(s, remote::chunk_target(key, options_.chunk_size));
   req.body_sink = std::span(buf.get(), cap);
+  // The CRCs are taken from the bytes as they arrive, while they are in the core's cache, as
+  // the bucket's fetches do: not by reading the buffer back.
+  ChunkCrcs crcs;
+  bool crcs_whole = true;
+  req.on_sink_bytes = [&](size_t at, std::span<const std::byte> bytes, const http::Response&) {
+    if (at != crcs.size()) crcs_whole = false;  // a body begun again: read the buffer instead
+    if (crcs_whole) crcs.update(bytes);
+  };
   Result<http::Response> r = s.client->perform(req);
   if (!answered(s, key, r)) return nullptr;
   const http::Response& resp = *r;
   const auto want_crc = remote::parse_crc(resp.header(remote::kCrcHeader));
-  ChunkPtr chunk = make_chunk(buf, 0, resp.body_size);
+  ChunkPtr chunk = crcs_whole && crcs.size() == resp.body_size
+                       ? make_chunk_slice(buf, 0, resp.body_size, std::move(crcs))
+                       : make_chunk(buf, 0, resp.body_size);
   if (!want_crc || *want_crc != chunk->crc32c) {
     fallback_chunks_.fetch_add(1, std::memory_order_relaxed);
     fail(s, fmt::format("chunk {} of {} failed its CRC32C", key.index, key.key));

@@ -227,11 +227,15 @@ TEST_CASE("bytes that fail their CRC32C are a server failure, never a chunk", "[
   auto rc = client({bad.url()});
   CHECK(rc->get({"data", "obj", "e", 0}) == nullptr);
   CHECK(rc->remote_counters().errors == 1);
-  // A good CRC from the same server is accepted (after the backoff).
+  // A good CRC from the same server is accepted (after the backoff). The body is over half a
+  // chunk (kept in its buffer, not copied) and ends in a partial checksum block: its CRCs,
+  // taken as the bytes arrive, are the chunk's.
+  std::string good_body(40 * kCrcBlockBytes + 1234, '\0');
+  for (size_t i = 0; i < good_body.size(); ++i) good_body[i] = static_cast<char>(i * 131 + 7);
   testing::TestHttpServer good([&](const testing::ServerRequest& req) {
     testing::ServerReply r;
-    r.body = body;
-    r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(crc32c(body)));
+    r.body = good_body;
+    r.headers.emplace_back(remote::kCrcHeader, remote::format_crc(crc32c(good_body)));
     r.headers.emplace_back(remote::kSourceHeader, "hit");
     CHECK(req.header("authorization") == std::string("Bearer ") + kToken);
     return r;
@@ -239,8 +243,13 @@ TEST_CASE("bytes that fail their CRC32C are a server failure, never a chunk", "[
   auto ok = client({good.url()});
   ChunkPtr c = ok->get({"data", "obj", "e", 0});
   REQUIRE(c);
-  CHECK(c->bytes.size() == body.size());
-  CHECK(ok->remote_counters().hit_bytes == body.size());
+  CHECK(c->bytes.size() == good_body.size());
+  CHECK(c->crc32c == crc32c(good_body));
+  REQUIRE(c->block_crcs.size() == crc_block_count(good_body.size()));
+  CHECK(c->block_crcs[40] == crc32c(std::string_view(good_body).substr(40 * kCrcBlockBytes)));
+  CHECK(combine_block_crcs(c->block_crcs, good_body.size()) == c->crc32c);
+  CHECK(chunk_intact(*c));
+  CHECK(ok->remote_counters().hit_bytes == good_body.size());
 }
 
 TEST_CASE("cache server URLs are checked", "[remote]") {
