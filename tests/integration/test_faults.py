@@ -79,6 +79,17 @@ def sha256sum(path: Path, timeout: float) -> str:
     return run.stdout.split()[0].decode()
 
 
+def run_clients(client, n: int, join_timeout: float) -> None:
+    """client(0) .. client(n - 1), each on its own thread, all at once; waits for each in turn
+    at most join_timeout seconds (a client that hangs shows as a missing result)."""
+    import threading
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(join_timeout)
+
+
 class FaultCase(harness.WarmfsTestCase):
     timeout = 100.0
 
@@ -221,7 +232,6 @@ class ProxyItself(FaultCase):
     def test_concurrent_clients_disconnects_and_sigterm(self):
         import http.client
         import socket
-        import threading
         p = self.proxy(S3RVER)
         key, data = "good.bin", OBJECTS["good.bin"]
         results: list[str] = []
@@ -249,11 +259,7 @@ class ProxyItself(FaultCase):
             except Exception as e:  # reported below
                 results.append(repr(e))
 
-        threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(64)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
+        run_clients(client, 64, 30)
         self.assertEqual(sorted(results), ["cut"] * 16 + ["ok"] * 48)
         deadline = time.monotonic() + 5  # the proxy may still be closing the reset ones
         while (stats := p.stats())["connections_active"] and time.monotonic() < deadline:
@@ -268,7 +274,6 @@ class ProxyItself(FaultCase):
         one paced through asyncio: each connection gets no more than the cap (the time a body
         takes has a floor: a lower bound only, which load cannot break), and bytes are exact."""
         import http.client
-        import threading
         rate = 5e6  # 40 Mbit/s
         p = self.proxy(S3RVER, "--bandwidth-mbps", "40", "--bandwidth-scope", "connection")
         key, data = "stall.bin", OBJECTS["stall.bin"]
@@ -291,11 +296,7 @@ class ProxyItself(FaultCase):
             except Exception as e:  # reported below
                 results.append(repr(e))
 
-        threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        run_clients(client, 2, 60)
         self.assertEqual(len(results), 2, results)
         total = sum(n for _, n in ranges)
         floor = total / rate - 2 * 0.02  # the pacer lets 20 ms of bytes through unpaced per body
