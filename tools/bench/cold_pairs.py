@@ -7,9 +7,9 @@
 Uses the data set and origin of `tools/bench/run` (run that once first: it makes the data). For
 each entry of --order: a fresh mount with an empty cache, the page cache dropped, the origin's
 copy of the object read back into the page cache (so the origin serves from memory, as in the
-harness), then `dd bs=1M` of the object through the mount. Prints MB/s and the CPU seconds
-that s3rver (node), tools/s3proxy and the filesystem's daemon spent on the pass, read from
-/proc/PID/stat before and after. On a machine where the origin needs a whole core, the
+harness), then `dd bs=1M` of the object through the mount. Prints MB/s, the CPU seconds
+that s3rver (node), tools/s3proxy and the filesystem's daemon spent on the pass (read from
+/proc/PID/stat before and after), and the GETs the proxy counted. On a machine where the origin needs a whole core, the
 daemon's CPU per GiB is what a filesystem can still change; alternating the systems spreads
 the machine's drift over all of them.
 
@@ -135,6 +135,7 @@ def main() -> int:
             daemon = s.pids()[0] if s and s.pids() else 0
             pids = (origin.s3rver.pid, origin.proxy.pid, daemon)
             before = [cpu_seconds(p) for p in pids]
+            gets_before = origin.proxy_stats()["requests_by_method"].get("GET", 0)
             t = time.monotonic()
             if s is None:
                 script = ""
@@ -153,9 +154,10 @@ def main() -> int:
             if s is None or len(keys) > 1:
                 dt = time.monotonic() - t
             per_gib = [(cpu_seconds(p) - b) * (1 << 30) / total for p, b in zip(pids, before)]
+            gets = origin.proxy_stats()["requests_by_method"].get("GET", 0) - gets_before
             figures.setdefault(name, []).append(total / dt / 1e6)
             print(f"{name:{width}s} {total / dt / 1e6:6.0f}  CPU s/GiB: {per_gib[0]:5.2f} "
-                  f"{per_gib[1]:5.2f} {per_gib[2]:6.2f}", flush=True)
+                  f"{per_gib[1]:5.2f} {per_gib[2]:6.2f}  GETs {gets}", flush=True)
             if s:
                 s.unmount()
         print("median (min-max) MB/s: " + "; ".join(
