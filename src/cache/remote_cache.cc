@@ -192,8 +192,13 @@ ChunkPtr RemoteCache::get(const ChunkKey& key) {
     return nullptr;
   }
   if (resp.body_size * 2 < cap) {
-    // A short last chunk: do not keep a whole chunk's buffer alive for it.
-    chunk = make_chunk(std::vector<std::byte>(buf.get(), buf.get() + resp.body_size));
+    // A short last chunk: do not keep a whole chunk's buffer alive for it. Its CRCs are the
+    // ones just checked: the copy is not checksummed again.
+    auto copy = std::make_shared<Chunk>();
+    copy->bytes = ChunkBytes(std::vector<std::byte>(buf.get(), buf.get() + resp.body_size));
+    copy->crc32c = chunk->crc32c;
+    copy->block_crcs = chunk->block_crcs;
+    chunk = std::move(copy);
   }
   succeed(s);
   s.chunks.fetch_add(1, std::memory_order_relaxed);

@@ -9,9 +9,9 @@ each entry of --order: a fresh mount with an empty cache, the page cache dropped
 copy of the object read back into the page cache (so the origin serves from memory, as in the
 harness), then `dd bs=1M` of the object through the mount. Prints MB/s, the CPU seconds
 that s3rver (node), tools/s3proxy and the filesystem's daemon spent on the pass (read from
-/proc/PID/stat before and after), and the GETs the proxy counted. On a machine where the origin needs a whole core, the
-daemon's CPU per GiB is what a filesystem can still change; alternating the systems spreads
-the machine's drift over all of them.
+/proc/PID/stat before and after), and the GETs the proxy counted. On a machine where the
+origin needs a whole core, the daemon's CPU per GiB is what a filesystem can still change;
+alternating the systems spreads the machine's drift over all of them.
 
 Systems: warmfs (as the harness mounts it, with the SSD tier), warmfs-mem (memory tier only:
 what filling the SSD tier costs during a cold read), s3fs, rclone, warmfs@PATH (the binary at
